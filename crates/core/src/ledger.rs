@@ -1,0 +1,388 @@
+//! The ledger trait and its row types. `care-ledger` implements it for Postgres and SQLite;
+//! nothing else in the workspace touches SQL.
+//!
+//! Times are passed in by the caller (`now`) so expiry is decided by one clock per call and
+//! tests can move time without sleeping. Stored times are milliseconds since the Unix epoch.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Why a ledger call failed. The detail is for stderr only; callers see LEDGER_UNAVAILABLE.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    #[error("ledger unavailable: {0}")]
+    Unavailable(String),
+    #[error("ledger row not found")]
+    NotFound,
+    /// A uniqueness or state rule refused the write (e.g. an approval id reused).
+    #[error("ledger conflict: {0}")]
+    Conflict(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    Pending,
+    Approved,
+    Rejected,
+    Expired,
+    Consumed,
+}
+
+impl ApprovalStatus {
+    pub const ALL: [ApprovalStatus; 5] = [
+        ApprovalStatus::Pending,
+        ApprovalStatus::Approved,
+        ApprovalStatus::Rejected,
+        ApprovalStatus::Expired,
+        ApprovalStatus::Consumed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalStatus::Pending => "pending",
+            ApprovalStatus::Approved => "approved",
+            ApprovalStatus::Rejected => "rejected",
+            ApprovalStatus::Expired => "expired",
+            ApprovalStatus::Consumed => "consumed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+}
+
+/// A new approval request, as stored in `pending`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewApproval {
+    pub id: String,
+    /// The external-write tool this approval is for.
+    pub action: String,
+    /// The canonical encoding of the arguments (see `canonical`), kept to render cards and lists.
+    pub arguments_json: String,
+    /// Hex SHA-256 of the canonical `{action, arguments}`.
+    pub payload_hash: String,
+    pub requested_by_role: String,
+    pub requested_by_client: String,
+    pub reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// The outcome of the write an approval was consumed for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum WriteOutcome {
+    Sent,
+    Failed { code: String },
+}
+
+/// An approval row as read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRow {
+    pub id: String,
+    pub action: String,
+    pub arguments_json: String,
+    pub payload_hash: String,
+    pub status: ApprovalStatus,
+    pub requested_by_role: String,
+    pub requested_by_client: String,
+    pub reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    /// When the row left `pending` by a decision.
+    pub decided_at: Option<DateTime<Utc>>,
+    pub consumed_at: Option<DateTime<Utc>>,
+    pub outcome: Option<WriteOutcome>,
+    pub outcome_at: Option<DateTime<Utc>>,
+    /// Id of the approval card event in the chat channel, once posted.
+    pub card_event_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approve,
+    Reject,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Reject => "reject",
+        }
+    }
+}
+
+/// One approver's decision on one approval, with the evidence it came with
+/// (the raw signed event JSON when it came through the chat channel).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionRow {
+    pub approval_id: String,
+    /// Lower-case hex x-only public key.
+    pub approver: String,
+    pub decision: Decision,
+    pub evidence: String,
+    pub decided_at: DateTime<Utc>,
+}
+
+/// Why `record_decision` refused.
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    #[error("approval not found")]
+    NotFound,
+    #[error("approval expired")]
+    Expired,
+    #[error("approval already consumed")]
+    Consumed,
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}
+
+/// Why `consume` refused. Each maps to one error code.
+#[derive(Debug, thiserror::Error)]
+pub enum ConsumeError {
+    #[error("approval not found")]
+    NotFound,
+    #[error("approval pending")]
+    Pending,
+    #[error("approval rejected")]
+    Rejected,
+    #[error("approval expired")]
+    Expired,
+    #[error("approval consumed")]
+    Consumed,
+    #[error("approval for another action or payload")]
+    Mismatch,
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}
+
+/// One KPI observation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KpiEntry {
+    pub metric: String,
+    pub value: f64,
+    pub target: Option<f64>,
+    pub unit: Option<String>,
+    /// True when a higher value is better (the default); false for e.g. response times.
+    pub higher_is_better: bool,
+    pub recorded_at: DateTime<Utc>,
+    pub recorded_by_role: String,
+}
+
+/// Aggregate of one metric over a window, with its latest observation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KpiSeries {
+    pub metric: String,
+    pub count: u64,
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    pub latest: KpiEntry,
+}
+
+/// The channels customers reach us through; CSAT and SLA are kept per channel.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Channel {
+    AppStore,
+    Forum,
+    Mail,
+}
+
+impl Channel {
+    pub const ALL: [Channel; 3] = [Channel::AppStore, Channel::Forum, Channel::Mail];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::AppStore => "app_store",
+            Channel::Forum => "forum",
+            Channel::Mail => "mail",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CsatEntry {
+    pub channel: Channel,
+    pub ticket_ref: String,
+    pub score: u8,
+    pub comment: Option<String>,
+    pub recorded_at: DateTime<Utc>,
+    pub recorded_by_role: String,
+}
+
+/// Count of each CSAT score 1..=5 for one channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CsatDistribution {
+    pub channel: Channel,
+    /// Index 0 is score 1.
+    pub counts: [u64; 5],
+}
+
+/// A customer conversation awaiting or having received a first response (feeds `sla_status`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ticket {
+    pub channel: Channel,
+    pub ticket_ref: String,
+    pub opened_at: DateTime<Utc>,
+    pub first_response_at: Option<DateTime<Utc>>,
+}
+
+/// Tickets awaiting a first response in one channel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AwaitingSummary {
+    pub channel: Channel,
+    pub awaiting: u64,
+    /// Awaiting tickets opened before the breach cutoff given to the query.
+    pub breached: u64,
+    pub oldest_opened_at: Option<DateTime<Utc>>,
+}
+
+/// One audited tool call. Carries a digest of the arguments, never the arguments.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditRecord {
+    pub at: DateTime<Utc>,
+    pub role: String,
+    pub client: String,
+    /// A catalog name, or `unknown` for a name that exists nowhere.
+    pub tool: String,
+    /// `ok`, `dry_run` or `error`.
+    pub outcome: String,
+    pub error_code: Option<String>,
+    pub approval_id: Option<String>,
+    pub duration_us: u64,
+    /// Hex HMAC-SHA256 of the canonical arguments keyed by the audit salt.
+    pub args_digest: String,
+}
+
+/// The one store behind approvals, KPI, CSAT, SLA tickets and the audit trail.
+///
+/// Every method is a single statement or a single transaction; concurrent processes sharing a
+/// database (six role processes on one SQLite file, or N Deployments on one Postgres) are safe.
+#[async_trait]
+pub trait Ledger: Send + Sync + std::fmt::Debug {
+    /// Which backend this is (`postgres` or `sqlite`), for logs and `care-mcp approvals`.
+    fn backend(&self) -> &'static str;
+
+    /// Cheap liveness probe; also (re)applies migrations if the ledger was down at start.
+    async fn ping(&self) -> Result<(), LedgerError>;
+
+    // --- approvals -----------------------------------------------------------------------
+
+    async fn create_approval(&self, new: &NewApproval) -> Result<ApprovalRow, LedgerError>;
+
+    /// Reads a row; a row past `expires_at` that is `pending` or `approved` is first stored as
+    /// `expired` (in the same transaction) and read as such.
+    async fn approval(&self, id: &str, now: DateTime<Utc>) -> Result<Option<ApprovalRow>, LedgerError>;
+
+    /// Most recent first (by `created_at`, then id), expired rows marked as in [`Ledger::approval`].
+    async fn list_approvals(
+        &self,
+        status: Option<ApprovalStatus>,
+        limit: u32,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<ApprovalRow>, LedgerError>;
+
+    /// Stores the card event id on the row (the chat channel's message id).
+    async fn set_card_event(&self, id: &str, event_id: &str) -> Result<(), LedgerError>;
+
+    /// Deletes a `pending` row that was never shown to anyone (card not delivered).
+    async fn discard_pending(&self, id: &str) -> Result<(), LedgerError>;
+
+    /// Records one approver's decision and applies it, in one transaction:
+    /// - the decision is upserted per (approval, approver), with its evidence;
+    /// - a `reject` moves a `pending` or `approved` row to `rejected` (a rejection wins);
+    /// - an `approve` moves a `pending` row to `approved` once `threshold` distinct approvers
+    ///   have approved (and none rejected).
+    ///
+    /// Refuses expired (marking the row `expired`) and consumed rows. Approver authorisation is
+    /// checked by the caller (`approvals::ApprovalPolicy`) before this is called.
+    async fn record_decision(
+        &self,
+        decision: &DecisionRow,
+        threshold: u32,
+        now: DateTime<Utc>,
+    ) -> Result<ApprovalRow, DecideError>;
+
+    async fn decisions(&self, approval_id: &str) -> Result<Vec<DecisionRow>, LedgerError>;
+
+    /// The write pipeline's verify-and-consume: ONE conditional update flips the row from
+    /// `approved` to `consumed` when it is unexpired and `action` and `payload_hash` match.
+    /// When nothing was updated the row is read to name the reason.
+    /// Of N concurrent callers (any number of processes) exactly one gets `Ok`.
+    async fn consume(
+        &self,
+        id: &str,
+        action: &str,
+        payload_hash: &str,
+        now: DateTime<Utc>,
+    ) -> Result<ApprovalRow, ConsumeError>;
+
+    /// Records what became of the consumed write. Only a `consumed` row without an outcome
+    /// takes one; a second call is a `Conflict`.
+    async fn record_outcome(
+        &self,
+        id: &str,
+        outcome: &WriteOutcome,
+        now: DateTime<Utc>,
+    ) -> Result<(), LedgerError>;
+
+    // --- KPI / CSAT / SLA ------------------------------------------------------------------
+
+    async fn record_kpi(&self, entry: &KpiEntry) -> Result<(), LedgerError>;
+
+    /// One series per metric (all metrics when `metric` is None) over `recorded_at >= since`,
+    /// ordered by metric name.
+    async fn kpi_series(
+        &self,
+        metric: Option<&str>,
+        since: Option<DateTime<Utc>>,
+    ) -> Result<Vec<KpiSeries>, LedgerError>;
+
+    async fn record_csat(&self, entry: &CsatEntry) -> Result<(), LedgerError>;
+
+    /// Distribution per channel (only channels with at least one score), ordered by channel.
+    async fn csat_distribution(
+        &self,
+        channel: Option<Channel>,
+        since: Option<DateTime<Utc>>,
+    ) -> Result<Vec<CsatDistribution>, LedgerError>;
+
+    /// Opens a ticket; opening an existing (channel, ticket_ref) changes nothing.
+    async fn open_ticket(&self, ticket: &Ticket) -> Result<(), LedgerError>;
+
+    /// Marks the first response of a ticket; later calls keep the first time.
+    async fn mark_first_response(
+        &self,
+        channel: Channel,
+        ticket_ref: &str,
+        at: DateTime<Utc>,
+    ) -> Result<(), LedgerError>;
+
+    /// Per channel, tickets without a first response; `breach_cutoff(channel)` = tickets
+    /// opened before it count as breached. Channels with none awaiting are omitted.
+    async fn awaiting_first_response(
+        &self,
+        channel: Option<Channel>,
+        breach_cutoffs: &[(Channel, DateTime<Utc>)],
+    ) -> Result<Vec<AwaitingSummary>, LedgerError>;
+
+    // --- audit -----------------------------------------------------------------------------
+
+    async fn record_audit(&self, record: &AuditRecord) -> Result<(), LedgerError>;
+
+    /// Most recent first.
+    async fn recent_audit(&self, limit: u32) -> Result<Vec<AuditRecord>, LedgerError>;
+}

@@ -1,0 +1,34 @@
+//! Roles, the tool catalog, the registration gate, the write pipeline and every shape that
+//! crosses a boundary of care-mcp (error codes, result envelope, fence, audit, ledger trait).
+//!
+//! # Layout
+//! - [`catalog`]: the 31-row role table, declared once.
+//! - [`error`]: stable error codes with one fixed sentence each.
+//! - [`envelope`]: `{ok, data}` / `{ok, error}` results.
+//! - [`input`]: strict argument parsing (unknown fields refused, fields named, values never echoed).
+//! - [`fence`]: `<user_content>` encoding of third-party text.
+//! - [`canonical`]: the canonical JSON encoding behind payload hashes and audit digests.
+//! - [`outbound`]: the secret scan every external write passes.
+//! - [`ledger`]: the ledger trait and its row types (implemented by `care-ledger`).
+//! - [`approvals`]: approver keys and the decision policy in front of the ledger.
+//! - [`tool`]: read / ledger-write / external-write tool traits and the registry.
+//! - [`pipeline`]: the one path an external write can take.
+//! - [`gate`]: the call path every `tools/call` takes (lookup, panic containment, audit).
+//! - [`audit`]: audit events.
+//! - [`config`]: `CARE_*` configuration.
+
+pub mod approvals;
+pub mod audit;
+pub mod canonical;
+pub mod catalog;
+pub mod config;
+pub mod envelope;
+pub mod error;
+pub mod fence;
+pub mod gate;
+pub mod input;
+pub mod ledger;
+pub mod outbound;
+pub mod pipeline;
+pub mod tool;
+pub mod tools;

@@ -1,0 +1,26 @@
+//! The only sqlx crate of care-mcp: the [`care_core::ledger::Ledger`] trait implemented for
+//! Postgres and SQLite, with the schema migrations embedded at compile time.
+//!
+//! # Layout
+//! - [`connect`]: picks the backend from `DATABASE_URL` (SQLite file by default).
+//! - [`postgres`] / [`sqlite`]: the two ledgers; each applies its migrations lazily, so a
+//!   database that is down at start only makes calls fail (`Unavailable`) until it returns.
+//! - `sql`: statement text shared by both backends (`$n` placeholders work in both).
+//! - `rows`: row records and their conversion to `care_core::ledger` types.
+//! - `rules`: the approval state rules both backends apply (decisions, consume refusals).
+//! - `error`: sqlx errors mapped to `LedgerError`.
+//! - [`test_support`] (feature `test-support`): throwaway databases for tests.
+
+mod connect;
+mod error;
+pub mod postgres;
+mod rows;
+mod rules;
+mod sql;
+pub mod sqlite;
+#[cfg(feature = "test-support")]
+pub mod test_support;
+
+pub use connect::{ConnectError, connect};
+pub use postgres::PostgresLedger;
+pub use sqlite::SqliteLedger;

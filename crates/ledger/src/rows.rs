@@ -1,0 +1,259 @@
+//! Row records as both backends return them (plain integers and text), and their conversion
+//! to and from the `care_core::ledger` types. Times are milliseconds since the Unix epoch.
+
+use care_core::ledger::{
+    ApprovalRow, ApprovalStatus, AuditRecord, Channel, Decision, DecisionRow, KpiEntry,
+    KpiSeries, LedgerError, WriteOutcome,
+};
+use chrono::{DateTime, Utc};
+
+use crate::error::corrupt;
+
+pub(crate) fn millis(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+pub(crate) fn time(ms: i64) -> Result<DateTime<Utc>, LedgerError> {
+    DateTime::from_timestamp_millis(ms).ok_or_else(|| corrupt("time out of range"))
+}
+
+fn opt_time(ms: Option<i64>) -> Result<Option<DateTime<Utc>>, LedgerError> {
+    ms.map(time).transpose()
+}
+
+pub(crate) fn channel(s: &str) -> Result<Channel, LedgerError> {
+    Channel::parse(s).ok_or_else(|| corrupt("unknown channel"))
+}
+
+/// Limits arrive as `u32`; SQL wants a signed 64-bit integer.
+pub(crate) fn limit(n: u32) -> i64 {
+    i64::from(n)
+}
+
+/// Counts are never negative; a negative one would be a corrupt row, read as zero.
+pub(crate) fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+pub(crate) fn outcome_json(outcome: &WriteOutcome) -> Result<String, LedgerError> {
+    serde_json::to_string(outcome).map_err(|e| LedgerError::Unavailable(e.to_string()))
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct ApprovalRecord {
+    id: String,
+    action: String,
+    arguments_json: String,
+    payload_hash: String,
+    status: String,
+    requested_by_role: String,
+    requested_by_client: String,
+    reason: Option<String>,
+    created_at: i64,
+    expires_at: i64,
+    decided_at: Option<i64>,
+    consumed_at: Option<i64>,
+    outcome_json: Option<String>,
+    outcome_at: Option<i64>,
+    card_event_id: Option<String>,
+}
+
+impl TryFrom<ApprovalRecord> for ApprovalRow {
+    type Error = LedgerError;
+
+    fn try_from(r: ApprovalRecord) -> Result<Self, LedgerError> {
+        let outcome = r
+            .outcome_json
+            .as_deref()
+            .map(serde_json::from_str::<WriteOutcome>)
+            .transpose()
+            .map_err(|_| corrupt("outcome"))?;
+        Ok(ApprovalRow {
+            status: ApprovalStatus::parse(&r.status).ok_or_else(|| corrupt("approval status"))?,
+            created_at: time(r.created_at)?,
+            expires_at: time(r.expires_at)?,
+            decided_at: opt_time(r.decided_at)?,
+            consumed_at: opt_time(r.consumed_at)?,
+            outcome,
+            outcome_at: opt_time(r.outcome_at)?,
+            id: r.id,
+            action: r.action,
+            arguments_json: r.arguments_json,
+            payload_hash: r.payload_hash,
+            requested_by_role: r.requested_by_role,
+            requested_by_client: r.requested_by_client,
+            reason: r.reason,
+            card_event_id: r.card_event_id,
+        })
+    }
+}
+
+pub(crate) fn approval(r: ApprovalRecord) -> Result<ApprovalRow, LedgerError> {
+    ApprovalRow::try_from(r)
+}
+
+pub(crate) fn approvals(rs: Vec<ApprovalRecord>) -> Result<Vec<ApprovalRow>, LedgerError> {
+    rs.into_iter().map(approval).collect()
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct DecisionRecord {
+    approval_id: String,
+    approver: String,
+    decision: String,
+    evidence: String,
+    decided_at: i64,
+}
+
+impl TryFrom<DecisionRecord> for DecisionRow {
+    type Error = LedgerError;
+
+    fn try_from(r: DecisionRecord) -> Result<Self, LedgerError> {
+        let decision = match r.decision.as_str() {
+            "approve" => Decision::Approve,
+            "reject" => Decision::Reject,
+            _ => return Err(corrupt("decision")),
+        };
+        Ok(DecisionRow {
+            approval_id: r.approval_id,
+            approver: r.approver,
+            decision,
+            evidence: r.evidence,
+            decided_at: time(r.decided_at)?,
+        })
+    }
+}
+
+/// One row of the KPI window query: the latest entry of a metric with its aggregates.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct KpiSeriesRecord {
+    metric: String,
+    n: i64,
+    mean: f64,
+    lo: f64,
+    hi: f64,
+    value: f64,
+    target: Option<f64>,
+    unit: Option<String>,
+    higher_is_better: bool,
+    recorded_at: i64,
+    recorded_by_role: String,
+}
+
+impl TryFrom<KpiSeriesRecord> for KpiSeries {
+    type Error = LedgerError;
+
+    fn try_from(r: KpiSeriesRecord) -> Result<Self, LedgerError> {
+        Ok(KpiSeries {
+            latest: KpiEntry {
+                metric: r.metric.clone(),
+                value: r.value,
+                target: r.target,
+                unit: r.unit,
+                higher_is_better: r.higher_is_better,
+                recorded_at: time(r.recorded_at)?,
+                recorded_by_role: r.recorded_by_role,
+            },
+            metric: r.metric,
+            count: count(r.n),
+            mean: r.mean,
+            min: r.lo,
+            max: r.hi,
+        })
+    }
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct CsatCountRecord {
+    pub(crate) channel: String,
+    pub(crate) score: i32,
+    pub(crate) n: i64,
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct AwaitingRecord {
+    channel: String,
+    awaiting: i64,
+    breached: i64,
+    oldest: Option<i64>,
+}
+
+impl TryFrom<AwaitingRecord> for care_core::ledger::AwaitingSummary {
+    type Error = LedgerError;
+
+    fn try_from(r: AwaitingRecord) -> Result<Self, LedgerError> {
+        Ok(Self {
+            channel: channel(&r.channel)?,
+            awaiting: count(r.awaiting),
+            breached: count(r.breached),
+            oldest_opened_at: opt_time(r.oldest)?,
+        })
+    }
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct AuditRow {
+    at: i64,
+    role: String,
+    client: String,
+    tool: String,
+    outcome: String,
+    error_code: Option<String>,
+    approval_id: Option<String>,
+    duration_us: i64,
+    args_digest: String,
+}
+
+impl TryFrom<AuditRow> for AuditRecord {
+    type Error = LedgerError;
+
+    fn try_from(r: AuditRow) -> Result<Self, LedgerError> {
+        Ok(AuditRecord {
+            at: time(r.at)?,
+            role: r.role,
+            client: r.client,
+            tool: r.tool,
+            outcome: r.outcome,
+            error_code: r.error_code,
+            approval_id: r.approval_id,
+            duration_us: count(r.duration_us),
+            args_digest: r.args_digest,
+        })
+    }
+}
+
+/// Durations are stored signed; one beyond `i64::MAX` microseconds (292,000 years) saturates.
+pub(crate) fn duration_us(us: u64) -> i64 {
+    i64::try_from(us).unwrap_or(i64::MAX)
+}
+
+/// The three per-channel breach cutoffs, in the order the awaiting query binds them.
+pub(crate) fn cutoffs(breach_cutoffs: &[(Channel, DateTime<Utc>)]) -> [Option<i64>; 3] {
+    Channel::ALL.map(|c| {
+        breach_cutoffs
+            .iter()
+            .find(|(ch, _)| *ch == c)
+            .map(|(_, t)| millis(*t))
+    })
+}
+
+/// Folds `(channel, score, count)` rows into one distribution per channel, ordered by channel.
+pub(crate) fn csat_distributions(
+    rows: Vec<CsatCountRecord>,
+) -> Result<Vec<care_core::ledger::CsatDistribution>, LedgerError> {
+    let mut by_channel = std::collections::BTreeMap::<Channel, [u64; 5]>::new();
+    for r in rows {
+        let ch = channel(&r.channel)?;
+        let slot = usize::try_from(r.score - 1)
+            .ok()
+            .filter(|i| *i < 5)
+            .ok_or_else(|| corrupt("csat score"))?;
+        if let Some(c) = by_channel.entry(ch).or_default().get_mut(slot) {
+            *c += count(r.n);
+        }
+    }
+    Ok(by_channel
+        .into_iter()
+        .map(|(channel, counts)| care_core::ledger::CsatDistribution { channel, counts })
+        .collect())
+}

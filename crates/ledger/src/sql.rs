@@ -1,0 +1,138 @@
+//! Statement text shared by both backends. `$n` placeholders work in Postgres and in SQLite
+//! (sqlx binds `$n` to the n-th argument); times are integer milliseconds.
+
+/// The columns `rows::ApprovalRecord` reads, in one place.
+macro_rules! approval_columns {
+    () => {
+        "id, action, arguments_json, payload_hash, status, requested_by_role, \
+         requested_by_client, reason, created_at, expires_at, decided_at, consumed_at, \
+         outcome_json, outcome_at, card_event_id"
+    };
+}
+
+pub(crate) const PING: &str = "SELECT 1";
+
+pub(crate) const INSERT_APPROVAL: &str = concat!(
+    "INSERT INTO approvals (id, action, arguments_json, payload_hash, status, requested_by_role, \
+     requested_by_client, reason, created_at, expires_at) \
+     VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9) RETURNING ",
+    approval_columns!()
+);
+
+pub(crate) const SELECT_APPROVAL: &str =
+    concat!("SELECT ", approval_columns!(), " FROM approvals WHERE id = $1");
+
+/// Postgres only: the row lock that serialises deciders (SQLite locks the whole file instead).
+pub(crate) const SELECT_APPROVAL_FOR_UPDATE: &str = concat!(
+    "SELECT ",
+    approval_columns!(),
+    " FROM approvals WHERE id = $1 FOR UPDATE"
+);
+
+/// $1 id, $2 now.
+pub(crate) const EXPIRE_ONE: &str = "UPDATE approvals SET status = 'expired' \
+     WHERE id = $1 AND status IN ('pending', 'approved') AND expires_at <= $2";
+
+/// $1 now.
+pub(crate) const EXPIRE_ALL: &str = "UPDATE approvals SET status = 'expired' \
+     WHERE status IN ('pending', 'approved') AND expires_at <= $1";
+
+/// $1 status or NULL, $2 limit.
+pub(crate) const LIST_APPROVALS: &str = concat!(
+    "SELECT ",
+    approval_columns!(),
+    " FROM approvals WHERE ($1 IS NULL OR status = $1) \
+     ORDER BY created_at DESC, id DESC LIMIT $2"
+);
+
+pub(crate) const SET_CARD_EVENT: &str = "UPDATE approvals SET card_event_id = $2 WHERE id = $1";
+
+/// Decisions go with the row (ON DELETE CASCADE).
+pub(crate) const DISCARD_PENDING: &str =
+    "DELETE FROM approvals WHERE id = $1 AND status = 'pending'";
+
+pub(crate) const APPROVAL_EXISTS: &str = "SELECT COUNT(*) FROM approvals WHERE id = $1";
+
+/// $1 approval, $2 approver, $3 decision, $4 evidence, $5 decided_at.
+pub(crate) const UPSERT_DECISION: &str = "INSERT INTO approval_decisions \
+     (approval_id, approver, decision, evidence, decided_at) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (approval_id, approver) DO UPDATE SET decision = excluded.decision, \
+     evidence = excluded.evidence, decided_at = excluded.decided_at";
+
+/// Distinct approvers per decision: the primary key keeps one decision per approver.
+pub(crate) const COUNT_DECISIONS: &str = "SELECT \
+     COUNT(CASE WHEN decision = 'approve' THEN 1 END), \
+     COUNT(CASE WHEN decision = 'reject' THEN 1 END) \
+     FROM approval_decisions WHERE approval_id = $1";
+
+/// $1 id, $2 status, $3 decided_at.
+pub(crate) const SET_DECIDED: &str = concat!(
+    "UPDATE approvals SET status = $2, decided_at = $3 WHERE id = $1 RETURNING ",
+    approval_columns!()
+);
+
+pub(crate) const SELECT_DECISIONS: &str = "SELECT approval_id, approver, decision, evidence, \
+     decided_at FROM approval_decisions WHERE approval_id = $1 ORDER BY decided_at, approver";
+
+/// The one conditional update behind consume. $1 id, $2 action, $3 payload hash, $4 now.
+pub(crate) const CONSUME: &str = concat!(
+    "UPDATE approvals SET status = 'consumed', consumed_at = $4 \
+     WHERE id = $1 AND status = 'approved' AND action = $2 AND payload_hash = $3 \
+     AND expires_at > $4 RETURNING ",
+    approval_columns!()
+);
+
+/// $1 id, $2 outcome JSON, $3 now.
+pub(crate) const RECORD_OUTCOME: &str = "UPDATE approvals SET outcome_json = $2, outcome_at = $3 \
+     WHERE id = $1 AND status = 'consumed' AND outcome_json IS NULL";
+
+pub(crate) const INSERT_KPI: &str = "INSERT INTO kpi_entries \
+     (metric, value, target, unit, higher_is_better, recorded_at, recorded_by_role) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7)";
+
+/// Per metric: aggregates over the window and the latest entry. $1 metric or NULL, $2 since or NULL.
+pub(crate) const KPI_SERIES: &str = "WITH w AS (SELECT metric, value, target, unit, \
+     higher_is_better, recorded_at, recorded_by_role, \
+     COUNT(*) OVER (PARTITION BY metric) AS n, \
+     AVG(value) OVER (PARTITION BY metric) AS mean, \
+     MIN(value) OVER (PARTITION BY metric) AS lo, \
+     MAX(value) OVER (PARTITION BY metric) AS hi, \
+     ROW_NUMBER() OVER (PARTITION BY metric ORDER BY recorded_at DESC, id DESC) AS rn \
+     FROM kpi_entries WHERE ($1 IS NULL OR metric = $1) AND ($2 IS NULL OR recorded_at >= $2)) \
+     SELECT metric, n, mean, lo, hi, value, target, unit, higher_is_better, recorded_at, \
+     recorded_by_role FROM w WHERE rn = 1 ORDER BY metric";
+
+pub(crate) const INSERT_CSAT: &str = "INSERT INTO csat_entries \
+     (channel, ticket_ref, score, comment, recorded_at, recorded_by_role) \
+     VALUES ($1, $2, $3, $4, $5, $6)";
+
+/// $1 channel or NULL, $2 since or NULL.
+pub(crate) const CSAT_COUNTS: &str = "SELECT channel, score, COUNT(*) AS n FROM csat_entries \
+     WHERE ($1 IS NULL OR channel = $1) AND ($2 IS NULL OR recorded_at >= $2) \
+     GROUP BY channel, score ORDER BY channel, score";
+
+pub(crate) const OPEN_TICKET: &str = "INSERT INTO tickets \
+     (channel, ticket_ref, opened_at, first_response_at) VALUES ($1, $2, $3, $4) \
+     ON CONFLICT (channel, ticket_ref) DO NOTHING";
+
+/// Only the first response counts: a set time is never overwritten.
+pub(crate) const MARK_FIRST_RESPONSE: &str = "UPDATE tickets SET first_response_at = $3 \
+     WHERE channel = $1 AND ticket_ref = $2 AND first_response_at IS NULL";
+
+pub(crate) const TICKET_EXISTS: &str =
+    "SELECT COUNT(*) FROM tickets WHERE channel = $1 AND ticket_ref = $2";
+
+/// $1..$3 breach cutoffs of app_store, forum, mail (NULL: nothing breaches), $4 channel or NULL.
+pub(crate) const AWAITING: &str = "SELECT channel, COUNT(*) AS awaiting, \
+     SUM(CASE WHEN opened_at < (CASE channel WHEN 'app_store' THEN $1 \
+     WHEN 'forum' THEN $2 WHEN 'mail' THEN $3 END) THEN 1 ELSE 0 END) AS breached, \
+     MIN(opened_at) AS oldest FROM tickets \
+     WHERE first_response_at IS NULL AND ($4 IS NULL OR channel = $4) \
+     GROUP BY channel ORDER BY channel";
+
+pub(crate) const INSERT_AUDIT: &str = "INSERT INTO audit \
+     (at, role, client, tool, outcome, error_code, approval_id, duration_us, args_digest) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+
+pub(crate) const RECENT_AUDIT: &str = "SELECT at, role, client, tool, outcome, error_code, \
+     approval_id, duration_us, args_digest FROM audit ORDER BY at DESC, id DESC LIMIT $1";

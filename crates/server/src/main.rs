@@ -1,0 +1,2 @@
+//! care-mcp binary
+fn main() {}
