@@ -1,0 +1,143 @@
+//! Throwaway databases for tests (feature `test-support`): a fresh Postgres database per test,
+//! created through `CARE_TEST_DATABASE_URL` and dropped with its guard, and a SQLite file in a
+//! temporary directory. Tests may run in parallel: every database has a random name.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{AssertSqlSafe, ConnectOptions, Connection, PgConnection};
+
+/// The admin URL of the Postgres the tests may create databases on.
+pub const TEST_DATABASE_URL_ENV: &str = "CARE_TEST_DATABASE_URL";
+
+/// A test database; dropped (connections terminated) when this guard is dropped.
+#[derive(Debug)]
+pub struct PgTestDb {
+    admin_url: String,
+    name: String,
+    url: String,
+}
+
+impl PgTestDb {
+    /// The URL of the fresh database.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The database name (`care_test_<hex>`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Drop for PgTestDb {
+    fn drop(&mut self) {
+        // Drop is synchronous and may run inside a runtime: use a thread with its own runtime.
+        let admin_url = self.admin_url.clone();
+        let name = self.name.clone();
+        let joined = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
+            match rt {
+                Ok(rt) => rt.block_on(drop_database(&admin_url, &name)),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+        .join();
+        match joined {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("test database {} not dropped: {e}", self.name),
+            Err(_) => eprintln!("test database {} not dropped: dropper panicked", self.name),
+        }
+    }
+}
+
+async fn admin_connection(admin_url: &str) -> Result<PgConnection, String> {
+    let options = PgConnectOptions::from_str(admin_url).map_err(|e| e.to_string())?;
+    options.connect().await.map_err(|e| e.to_string())
+}
+
+async fn drop_database(admin_url: &str, name: &str) -> Result<(), String> {
+    let mut conn = admin_connection(admin_url).await?;
+    let stmt = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
+    sqlx::query(AssertSqlSafe(stmt))
+        .execute(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    conn.close().await.map_err(|e| e.to_string())
+}
+
+/// `admin_url` with its database replaced by `name` (query parameters kept).
+fn with_database(admin_url: &str, name: &str) -> String {
+    let (base, query) = match admin_url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (admin_url, None),
+    };
+    let authority_start = base.find("://").map_or(0, |i| i + 3);
+    let root = match base[authority_start..].find('/') {
+        Some(i) => &base[..authority_start + i],
+        None => base,
+    };
+    match query {
+        Some(q) => format!("{root}/{name}?{q}"),
+        None => format!("{root}/{name}"),
+    }
+}
+
+/// Creates a fresh, empty Postgres database and returns its URL and the guard that drops it.
+///
+/// # Panics
+/// When `CARE_TEST_DATABASE_URL` is unset or the database cannot be created: a Postgres test
+/// must fail, never pass silently.
+pub async fn fresh_postgres_db() -> (String, PgTestDb) {
+    let Ok(admin_url) = std::env::var(TEST_DATABASE_URL_ENV) else {
+        panic!(
+            "{TEST_DATABASE_URL_ENV} is not set: the Postgres tests need an admin URL such as \
+             postgres://postgres@127.0.0.1:5432/postgres (CI always sets it)"
+        );
+    };
+    let name = format!("care_test_{}", uuid::Uuid::new_v4().simple());
+    let created = async {
+        let mut conn = admin_connection(&admin_url).await?;
+        sqlx::query(AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+            .execute(&mut conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        conn.close().await.map_err(|e| e.to_string())
+    };
+    if let Err(e) = created.await {
+        panic!("cannot create test database via {TEST_DATABASE_URL_ENV}: {e}");
+    }
+    let url = with_database(&admin_url, &name);
+    let guard = PgTestDb { admin_url, name, url: url.clone() };
+    (url, guard)
+}
+
+/// A SQLite ledger file in a fresh temporary directory (removed with the guard); the URL is
+/// `sqlite://<dir>/ledger.db`. The file does not exist until a ledger opens it.
+///
+/// # Panics
+/// When no temporary directory can be created.
+pub fn temp_sqlite() -> (String, tempfile::TempDir) {
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("cannot create a temporary directory: {e}"),
+    };
+    let path: PathBuf = dir.path().join("ledger.db");
+    (format!("sqlite://{}", path.display()), dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn replaces_the_database_keeping_parameters() {
+        assert_eq!(
+            with_database("postgres://u:p@h:5432/postgres?sslmode=disable", "x"),
+            "postgres://u:p@h:5432/x?sslmode=disable"
+        );
+        assert_eq!(with_database("postgres://h", "x"), "postgres://h/x");
+        assert_eq!(with_database("postgresql://h:1/", "x"), "postgresql://h:1/x");
+    }
+}

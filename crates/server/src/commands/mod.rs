@@ -1,0 +1,34 @@
+//! Dispatch of the command line: serving, the tool manifest, the operators' ledger views.
+
+mod approvals;
+mod serve;
+mod tools;
+
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+use crate::startup::{StartError, resolve_role};
+
+/// Exit code for a refused start (missing/unknown role, bad configuration).
+const USAGE: u8 = 2;
+
+pub async fn run(cli: Cli) -> ExitCode {
+    let result = match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => match resolve_role(cli.role.as_deref()) {
+            Ok(role) => serve::run(role).await,
+            Err(e) => Err(e),
+        },
+        Command::Tools => match resolve_role(cli.role.as_deref()) {
+            Ok(role) => tools::run(role).await,
+            Err(e) => Err(e),
+        },
+        Command::Approvals { action } => approvals::run(action).await,
+    };
+    match result {
+        Ok(code) => code,
+        Err(StartError(reason)) => {
+            tracing::error!(target: "care_mcp::start", "{reason}");
+            ExitCode::from(USAGE)
+        }
+    }
+}
