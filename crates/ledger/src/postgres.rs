@@ -39,8 +39,9 @@ pub struct PostgresLedger {
 impl PostgresLedger {
     /// Parses a `postgres://` URL and builds the ledger without connecting.
     pub fn from_url(url: &str) -> Result<Self, ConnectError> {
-        let options = PgConnectOptions::from_str(url)
-            .map_err(|_| ConnectError::InvalidUrl { backend: "postgres" })?;
+        let options = PgConnectOptions::from_str(url).map_err(|_| ConnectError::InvalidUrl {
+            backend: "postgres",
+        })?;
         Ok(Self::from_options(options))
     }
 
@@ -51,7 +52,10 @@ impl PostgresLedger {
             .min_connections(0)
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .connect_lazy_with(options.application_name("care-mcp"));
-        Self { pool, migrated: OnceCell::new() }
+        Self {
+            pool,
+            migrated: OnceCell::new(),
+        }
     }
 
     /// The pool, once migrations are applied.
@@ -79,7 +83,10 @@ impl Ledger for PostgresLedger {
     }
 
     async fn ping(&self) -> Result<(), LedgerError> {
-        sqlx::query(sql::PING).execute(self.ready().await?).await.map_err(db)?;
+        sqlx::query(sql::PING)
+            .execute(self.ready().await?)
+            .await
+            .map_err(db)?;
         Ok(())
     }
 
@@ -165,7 +172,9 @@ impl Ledger for PostgresLedger {
         if done.rows_affected() > 0 {
             Ok(())
         } else if self.approval_exists(id).await? {
-            Err(LedgerError::Conflict("approval is no longer pending".to_owned()))
+            Err(LedgerError::Conflict(
+                "approval is no longer pending".to_owned(),
+            ))
         } else {
             Err(LedgerError::NotFound)
         }
@@ -399,7 +408,11 @@ impl Ledger for PostgresLedger {
             .fetch_one(pool)
             .await
             .map_err(db)?;
-        if n > 0 { Ok(()) } else { Err(LedgerError::NotFound) }
+        if n > 0 {
+            Ok(())
+        } else {
+            Err(LedgerError::NotFound)
+        }
     }
 
     async fn awaiting_first_response(

@@ -2,8 +2,8 @@
 //! to and from the `care_core::ledger` types. Times are milliseconds since the Unix epoch.
 
 use care_core::ledger::{
-    ApprovalRow, ApprovalStatus, AuditRecord, Channel, Decision, DecisionRow, KpiEntry,
-    KpiSeries, LedgerError, WriteOutcome,
+    ApprovalRow, ApprovalStatus, AuditRecord, Channel, Decision, DecisionRow, KpiEntry, KpiSeries,
+    LedgerError, WriteOutcome,
 };
 use chrono::{DateTime, Utc};
 

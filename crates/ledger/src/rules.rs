@@ -6,8 +6,10 @@ use chrono::{DateTime, Utc};
 
 /// A `pending` or `approved` row at or past `expires_at`: it must be stored as `expired`.
 pub(crate) fn lapsed(row: &ApprovalRow, now: DateTime<Utc>) -> bool {
-    matches!(row.status, ApprovalStatus::Pending | ApprovalStatus::Approved)
-        && row.expires_at <= now
+    matches!(
+        row.status,
+        ApprovalStatus::Pending | ApprovalStatus::Approved
+    ) && row.expires_at <= now
 }
 
 /// Why a decision cannot be recorded on this row, if it cannot.
@@ -74,7 +76,10 @@ mod tests {
     #[test]
     fn reject_wins_until_consumed() {
         for s in [Pending, Approved] {
-            assert_eq!(status_after_decision(s, Decision::Reject, 3, 1, 1), Some(Rejected));
+            assert_eq!(
+                status_after_decision(s, Decision::Reject, 3, 1, 1),
+                Some(Rejected)
+            );
         }
         for s in [Rejected, Expired, Consumed] {
             assert_eq!(status_after_decision(s, Decision::Reject, 0, 1, 1), None);
@@ -83,10 +88,25 @@ mod tests {
 
     #[test]
     fn approve_needs_threshold_and_no_rejection() {
-        assert_eq!(status_after_decision(Pending, Decision::Approve, 1, 0, 2), None);
-        assert_eq!(status_after_decision(Pending, Decision::Approve, 2, 0, 2), Some(Approved));
-        assert_eq!(status_after_decision(Pending, Decision::Approve, 2, 1, 2), None);
-        assert_eq!(status_after_decision(Pending, Decision::Approve, 0, 0, 0), None);
-        assert_eq!(status_after_decision(Rejected, Decision::Approve, 5, 0, 1), None);
+        assert_eq!(
+            status_after_decision(Pending, Decision::Approve, 1, 0, 2),
+            None
+        );
+        assert_eq!(
+            status_after_decision(Pending, Decision::Approve, 2, 0, 2),
+            Some(Approved)
+        );
+        assert_eq!(
+            status_after_decision(Pending, Decision::Approve, 2, 1, 2),
+            None
+        );
+        assert_eq!(
+            status_after_decision(Pending, Decision::Approve, 0, 0, 0),
+            None
+        );
+        assert_eq!(
+            status_after_decision(Rejected, Decision::Approve, 5, 0, 1),
+            None
+        );
     }
 }

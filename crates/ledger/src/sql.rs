@@ -19,8 +19,11 @@ pub(crate) const INSERT_APPROVAL: &str = concat!(
     approval_columns!()
 );
 
-pub(crate) const SELECT_APPROVAL: &str =
-    concat!("SELECT ", approval_columns!(), " FROM approvals WHERE id = $1");
+pub(crate) const SELECT_APPROVAL: &str = concat!(
+    "SELECT ",
+    approval_columns!(),
+    " FROM approvals WHERE id = $1"
+);
 
 /// Postgres only: the row lock that serialises deciders (SQLite locks the whole file instead).
 pub(crate) const SELECT_APPROVAL_FOR_UPDATE: &str = concat!(

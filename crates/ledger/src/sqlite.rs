@@ -58,7 +58,11 @@ impl SqliteLedger {
     /// Applies the settings every process sharing the file must agree on, and builds the
     /// pool without connecting.
     pub fn from_options(options: SqliteConnectOptions) -> Result<Self, ConnectError> {
-        if let Some(dir) = options.get_filename().parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Some(dir) = options
+            .get_filename()
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+        {
             std::fs::create_dir_all(dir)
                 .map_err(|e| ConnectError::SqliteDir(format!("{}: {e}", dir.display())))?;
         }
@@ -73,13 +77,23 @@ impl SqliteLedger {
             .min_connections(0)
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .connect_lazy_with(options);
-        Ok(Self { pool, migrated: OnceCell::new() })
+        Ok(Self {
+            pool,
+            migrated: OnceCell::new(),
+        })
     }
 
     /// The pool, once migrations are applied.
     async fn ready(&self) -> Result<&SqlitePool, LedgerError> {
         self.migrated
-            .get_or_try_init(|| async { MIGRATOR.run(&self.pool).await.map_err(migrate) })
+            .get_or_try_init(|| async {
+                // Role processes may open a fresh file at once; the loser's migration fails on
+                // tables the winner just created, and a second run finds it applied.
+                if MIGRATOR.run(&self.pool).await.is_ok() {
+                    return Ok(());
+                }
+                MIGRATOR.run(&self.pool).await.map_err(migrate)
+            })
             .await?;
         Ok(&self.pool)
     }
@@ -87,7 +101,11 @@ impl SqliteLedger {
     /// A transaction that takes the write lock at once: a deferred one that read first could
     /// not upgrade after another process wrote (SQLITE_BUSY_SNAPSHOT, which no timeout waits out).
     async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, LedgerError> {
-        self.ready().await?.begin_with("BEGIN IMMEDIATE").await.map_err(db)
+        self.ready()
+            .await?
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db)
     }
 
     async fn approval_exists(&self, id: &str) -> Result<bool, LedgerError> {
@@ -107,7 +125,10 @@ impl Ledger for SqliteLedger {
     }
 
     async fn ping(&self) -> Result<(), LedgerError> {
-        sqlx::query(sql::PING).execute(self.ready().await?).await.map_err(db)?;
+        sqlx::query(sql::PING)
+            .execute(self.ready().await?)
+            .await
+            .map_err(db)?;
         Ok(())
     }
 
@@ -193,7 +214,9 @@ impl Ledger for SqliteLedger {
         if done.rows_affected() > 0 {
             Ok(())
         } else if self.approval_exists(id).await? {
-            Err(LedgerError::Conflict("approval is no longer pending".to_owned()))
+            Err(LedgerError::Conflict(
+                "approval is no longer pending".to_owned(),
+            ))
         } else {
             Err(LedgerError::NotFound)
         }
@@ -427,7 +450,11 @@ impl Ledger for SqliteLedger {
             .fetch_one(pool)
             .await
             .map_err(db)?;
-        if n > 0 { Ok(()) } else { Err(LedgerError::NotFound) }
+        if n > 0 {
+            Ok(())
+        } else {
+            Err(LedgerError::NotFound)
+        }
     }
 
     async fn awaiting_first_response(

@@ -37,7 +37,9 @@ impl Drop for PgTestDb {
         let admin_url = self.admin_url.clone();
         let name = self.name.clone();
         let joined = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
             match rt {
                 Ok(rt) => rt.block_on(drop_database(&admin_url, &name)),
                 Err(e) => Err(e.to_string()),
@@ -109,7 +111,11 @@ pub async fn fresh_postgres_db() -> (String, PgTestDb) {
         panic!("cannot create test database via {TEST_DATABASE_URL_ENV}: {e}");
     }
     let url = with_database(&admin_url, &name);
-    let guard = PgTestDb { admin_url, name, url: url.clone() };
+    let guard = PgTestDb {
+        admin_url,
+        name,
+        url: url.clone(),
+    };
     (url, guard)
 }
 
@@ -138,6 +144,9 @@ mod tests {
             "postgres://u:p@h:5432/x?sslmode=disable"
         );
         assert_eq!(with_database("postgres://h", "x"), "postgres://h/x");
-        assert_eq!(with_database("postgresql://h:1/", "x"), "postgresql://h:1/x");
+        assert_eq!(
+            with_database("postgresql://h:1/", "x"),
+            "postgresql://h:1/x"
+        );
     }
 }

@@ -4,8 +4,8 @@
 
 use std::net::TcpListener;
 
-use care_ledger::{ConnectError, connect};
 use care_core::ledger::LedgerError;
+use care_ledger::{ConnectError, connect};
 
 #[tokio::test]
 async fn unset_or_blank_url_opens_sqlite_at_the_default_path() {
@@ -15,7 +15,10 @@ async fn unset_or_blank_url_opens_sqlite_at_the_default_path() {
         let ledger = connect(url, &path).await.unwrap();
         assert_eq!(ledger.backend(), "sqlite");
         ledger.ping().await.unwrap();
-        assert!(path.exists(), "the file and its directories are created at start");
+        assert!(
+            path.exists(),
+            "the file and its directories are created at start"
+        );
     }
 }
 
@@ -33,7 +36,11 @@ async fn sqlite_url_opens_that_file() {
 
 #[tokio::test]
 async fn unknown_scheme_is_refused() {
-    for url in ["mysql://localhost/db", "/var/lib/care/ledger.db", "http://x"] {
+    for url in [
+        "mysql://localhost/db",
+        "/var/lib/care/ledger.db",
+        "http://x",
+    ] {
         let r = connect(Some(url), std::path::Path::new("/nonexistent/x.db")).await;
         assert!(matches!(r, Err(ConnectError::UnsupportedScheme)), "{url}");
     }
@@ -42,10 +49,16 @@ async fn unknown_scheme_is_refused() {
 #[tokio::test]
 async fn postgres_url_does_not_connect_at_construction() {
     // A port nobody listens on: construction succeeds, calls answer Unavailable.
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     for scheme in ["postgres", "postgresql"] {
         let url = format!("{scheme}://postgres@127.0.0.1:{port}/care");
-        let ledger = connect(Some(&url), std::path::Path::new("/nonexistent/x.db")).await.unwrap();
+        let ledger = connect(Some(&url), std::path::Path::new("/nonexistent/x.db"))
+            .await
+            .unwrap();
         assert_eq!(ledger.backend(), "postgres");
         let ping = ledger.ping().await;
         assert!(matches!(ping, Err(LedgerError::Unavailable(_))), "{ping:?}");

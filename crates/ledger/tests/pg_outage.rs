@@ -29,21 +29,51 @@ impl Cluster {
         let bin = PathBuf::from(
             std::env::var("CARE_TEST_PG_BIN").unwrap_or_else(|_| DEFAULT_PG_BIN.to_owned()),
         );
-        assert!(bin.join("initdb").exists(), "no initdb in {} (set CARE_TEST_PG_BIN)", bin.display());
+        assert!(
+            bin.join("initdb").exists(),
+            "no initdb in {} (set CARE_TEST_PG_BIN)",
+            bin.display()
+        );
         let uid = Command::new("id").arg("-u").output().unwrap();
         let as_postgres = String::from_utf8_lossy(&uid.stdout).trim() == "0";
         let dir = tempfile::tempdir().unwrap();
         if as_postgres {
-            let st = Command::new("chown").arg("postgres:postgres").arg(dir.path()).status();
-            assert!(st.unwrap().success(), "chown of the cluster directory failed");
+            let st = Command::new("chown")
+                .arg("postgres:postgres")
+                .arg(dir.path())
+                .status();
+            assert!(
+                st.unwrap().success(),
+                "chown of the cluster directory failed"
+            );
         }
         // A free port now; nothing else on this machine should grab it in the next seconds.
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let cluster = Self { dir, bin, port, as_postgres };
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let cluster = Self {
+            dir,
+            bin,
+            port,
+            as_postgres,
+        };
         let data = cluster.data();
         cluster.run(
             "initdb",
-            &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--no-locale"],
+            &[
+                "-D",
+                &data,
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--no-locale",
+            ],
         );
         cluster
     }
@@ -86,7 +116,10 @@ impl Cluster {
             self.port
         );
         let log = format!("{dir}/postgres.log");
-        self.run("pg_ctl", &["-D", &self.data(), "-l", &log, "-o", &opts, "-w", "start"]);
+        self.run(
+            "pg_ctl",
+            &["-D", &self.data(), "-l", &log, "-o", &opts, "-w", "start"],
+        );
     }
 
     fn stop(&self) {
@@ -97,7 +130,9 @@ impl Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         let data = self.data();
-        let _ = self.command("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"]).output();
+        let _ = self
+            .command("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"])
+            .output();
     }
 }
 
@@ -105,10 +140,20 @@ impl Drop for Cluster {
 async fn assert_unavailable(ledger: &dyn Ledger) {
     let t = Instant::now();
     let ping = ledger.ping().await;
-    assert!(matches!(ping, Err(LedgerError::Unavailable(_))), "ping: {ping:?}");
+    assert!(
+        matches!(ping, Err(LedgerError::Unavailable(_))),
+        "ping: {ping:?}"
+    );
     let read = ledger.approval("o-1", Utc::now()).await;
-    assert!(matches!(read, Err(LedgerError::Unavailable(_))), "approval: {read:?}");
-    assert!(t.elapsed() < Duration::from_secs(8), "took {:?}", t.elapsed());
+    assert!(
+        matches!(read, Err(LedgerError::Unavailable(_))),
+        "approval: {read:?}"
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        t.elapsed()
+    );
 }
 
 /// Waits (bounded) for the ledger to answer again after the database returned.

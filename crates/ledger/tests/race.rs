@@ -7,9 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use care_core::ledger::{
-    ApprovalStatus, ConsumeError, Decision, DecisionRow, Ledger, NewApproval,
-};
+use care_core::ledger::{ApprovalStatus, ConsumeError, Decision, DecisionRow, NewApproval};
 use care_ledger::test_support::{fresh_postgres_db, temp_sqlite};
 use chrono::{TimeDelta, Utc};
 
@@ -26,9 +24,11 @@ const RESULT_PREFIX: &str = "RACE_RESULT";
 /// The child side: without the environment it is a no-op (the normal test run).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn race_child() {
-    let (Ok(url), Ok(id), Ok(start)) =
-        (std::env::var(ENV_URL), std::env::var(ENV_ID), std::env::var(ENV_START))
-    else {
+    let (Ok(url), Ok(id), Ok(start)) = (
+        std::env::var(ENV_URL),
+        std::env::var(ENV_ID),
+        std::env::var(ENV_START),
+    ) else {
         return;
     };
     let ledger = care_ledger::connect(Some(&url), Path::new("/nonexistent/unused.db"))
@@ -56,7 +56,10 @@ async fn race_child() {
             Err(e) => other.push(e.to_string()),
         }
     }
-    eprintln!("{RESULT_PREFIX} won={won} consumed={consumed} other={}", other.len());
+    eprintln!(
+        "{RESULT_PREFIX} won={won} consumed={consumed} other={}",
+        other.len()
+    );
     assert!(other.is_empty(), "unexpected consume errors: {other:?}");
 }
 
@@ -120,7 +123,11 @@ async fn race(url: &str) {
         }
     }
     assert_eq!(won, 1, "exactly one consumer wins");
-    assert_eq!(consumed, PROCESSES * TASKS - 1, "every other consumer is told Consumed");
+    assert_eq!(
+        consumed,
+        PROCESSES * TASKS - 1,
+        "every other consumer is told Consumed"
+    );
     let row = ledger.approval(&id, Utc::now()).await.unwrap().unwrap();
     assert_eq!(row.status, ApprovalStatus::Consumed);
 }

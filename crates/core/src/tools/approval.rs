@@ -79,7 +79,7 @@ impl LedgerWriteTool for ApprovalRequest {
             .ok_or_else(|| ToolError::invalid("action"))?;
         let plan = planner.check(ctx, &args.arguments).await.map_err(|mut e| {
             // The inner tool names its own fields; say where they sit in this call.
-            if let Some(field) = &e.field {
+            if let Some(field) = e.field.as_deref().filter(|f| *f != "arguments") {
                 e.field = Some(format!("arguments.{field}"));
             }
             e

@@ -83,7 +83,10 @@ pub async fn case_card_event(l: &dyn Ledger) {
     l.set_card_event("c1", "evt-123").await.unwrap();
     let row = l.approval("c1", at(1)).await.unwrap().unwrap();
     assert_eq!(row.card_event_id.as_deref(), Some("evt-123"));
-    assert!(matches!(l.set_card_event("nope", "e").await, Err(LedgerError::NotFound)));
+    assert!(matches!(
+        l.set_card_event("nope", "e").await,
+        Err(LedgerError::NotFound)
+    ));
 }
 
 pub async fn case_read_marks_expired(l: &dyn Ledger) {
@@ -121,10 +124,22 @@ pub async fn case_list_order_filter_and_expiry(l: &dyn Ledger) {
             ("l1", ApprovalStatus::Expired)
         ]
     );
-    let pending = l.list_approvals(Some(ApprovalStatus::Pending), 10, at(150)).await.unwrap();
-    assert_eq!(pending.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["l3", "l2"]);
-    let expired = l.list_approvals(Some(ApprovalStatus::Expired), 10, at(5)).await.unwrap();
-    assert_eq!(expired.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["l1"]);
+    let pending = l
+        .list_approvals(Some(ApprovalStatus::Pending), 10, at(150))
+        .await
+        .unwrap();
+    assert_eq!(
+        pending.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        ["l3", "l2"]
+    );
+    let expired = l
+        .list_approvals(Some(ApprovalStatus::Expired), 10, at(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        expired.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        ["l1"]
+    );
 }
 
 pub async fn case_single_approver(l: &dyn Ledger) {
@@ -153,7 +168,10 @@ pub async fn case_threshold_two_distinct_approvers(l: &dyn Ledger) {
         .unwrap();
     assert_eq!(row.status, ApprovalStatus::Pending);
     assert_eq!(row.decided_at, None);
-    assert_eq!(l.decisions("t1").await.unwrap(), vec![decision("t1", "aa", Decision::Approve, 2)]);
+    assert_eq!(
+        l.decisions("t1").await.unwrap(),
+        vec![decision("t1", "aa", Decision::Approve, 2)]
+    );
     let row = l
         .record_decision(&decision("t1", "bb", Decision::Approve, 3), 2, at(3))
         .await
@@ -178,7 +196,10 @@ pub async fn case_reject_wins_after_approve(l: &dyn Ledger) {
         .unwrap();
     assert_eq!(row.status, ApprovalStatus::Rejected);
     let refused = l.consume("r1", ACTION, HASH, at(4)).await;
-    assert!(matches!(refused, Err(ConsumeError::Rejected)), "{refused:?}");
+    assert!(
+        matches!(refused, Err(ConsumeError::Rejected)),
+        "{refused:?}"
+    );
     // A pending row with a rejection is rejected at once, whatever the threshold.
     l.create_approval(&new_approval("r2")).await.unwrap();
     let row = l
@@ -189,24 +210,43 @@ pub async fn case_reject_wins_after_approve(l: &dyn Ledger) {
 }
 
 pub async fn case_decide_refusals(l: &dyn Ledger) {
-    let missing = l.record_decision(&decision("nope", "aa", Decision::Approve, 1), 1, at(1)).await;
+    let missing = l
+        .record_decision(&decision("nope", "aa", Decision::Approve, 1), 1, at(1))
+        .await;
     assert!(matches!(missing, Err(DecideError::NotFound)), "{missing:?}");
 
     l.create_approval(&new_approval("d1")).await.unwrap();
-    let late = l.record_decision(&decision("d1", "aa", Decision::Approve, 61), 1, at(61)).await;
+    let late = l
+        .record_decision(&decision("d1", "aa", Decision::Approve, 61), 1, at(61))
+        .await;
     assert!(matches!(late, Err(DecideError::Expired)), "{late:?}");
     let row = l.approval("d1", at(2)).await.unwrap().unwrap();
-    assert_eq!(row.status, ApprovalStatus::Expired, "refusal stored the expiry");
-    assert!(l.decisions("d1").await.unwrap().is_empty(), "a refused decision is not kept");
-    let again = l.record_decision(&decision("d1", "aa", Decision::Reject, 2), 1, at(2)).await;
+    assert_eq!(
+        row.status,
+        ApprovalStatus::Expired,
+        "refusal stored the expiry"
+    );
+    assert!(
+        l.decisions("d1").await.unwrap().is_empty(),
+        "a refused decision is not kept"
+    );
+    let again = l
+        .record_decision(&decision("d1", "aa", Decision::Reject, 2), 1, at(2))
+        .await;
     assert!(matches!(again, Err(DecideError::Expired)), "{again:?}");
 
     approved(l, "d2").await;
     l.consume("d2", ACTION, HASH, at(2)).await.unwrap();
-    let after = l.record_decision(&decision("d2", "bb", Decision::Reject, 3), 1, at(3)).await;
+    let after = l
+        .record_decision(&decision("d2", "bb", Decision::Reject, 3), 1, at(3))
+        .await;
     assert!(matches!(after, Err(DecideError::Consumed)), "{after:?}");
     let row = l.approval("d2", at(3)).await.unwrap().unwrap();
-    assert_eq!(row.status, ApprovalStatus::Consumed, "a rejection after consumption is refused");
+    assert_eq!(
+        row.status,
+        ApprovalStatus::Consumed,
+        "a rejection after consumption is refused"
+    );
 }
 
 pub async fn case_consume_once(l: &dyn Ledger) {
@@ -227,9 +267,15 @@ pub async fn case_consume_mismatch(l: &dyn Ledger) {
     approved(l, "m1").await;
     let edited = HASH.replace("aa", "ab");
     let r = l.consume("m1", ACTION, &edited, at(5)).await;
-    assert!(matches!(r, Err(ConsumeError::Mismatch)), "edited payload: {r:?}");
+    assert!(
+        matches!(r, Err(ConsumeError::Mismatch)),
+        "edited payload: {r:?}"
+    );
     let r = l.consume("m1", "discourse_post_reply", HASH, at(5)).await;
-    assert!(matches!(r, Err(ConsumeError::Mismatch)), "other action: {r:?}");
+    assert!(
+        matches!(r, Err(ConsumeError::Mismatch)),
+        "other action: {r:?}"
+    );
     // A mismatch consumes nothing: the right call still wins.
     let row = l.consume("m1", ACTION, HASH, at(5)).await.unwrap();
     assert_eq!(row.status, ApprovalStatus::Consumed);
@@ -245,47 +291,79 @@ pub async fn case_consume_refusals(l: &dyn Ledger) {
 
     approved(l, "x1").await;
     let r = l.consume("x1", ACTION, HASH, at(60)).await;
-    assert!(matches!(r, Err(ConsumeError::Expired)), "approved at expires_at: {r:?}");
+    assert!(
+        matches!(r, Err(ConsumeError::Expired)),
+        "approved at expires_at: {r:?}"
+    );
     let row = l.approval("x1", at(5)).await.unwrap().unwrap();
-    assert_eq!(row.status, ApprovalStatus::Expired, "consume stored the expiry");
+    assert_eq!(
+        row.status,
+        ApprovalStatus::Expired,
+        "consume stored the expiry"
+    );
     let r = l.consume("x1", ACTION, HASH, at(5)).await;
-    assert!(matches!(r, Err(ConsumeError::Expired)), "stored expired: {r:?}");
+    assert!(
+        matches!(r, Err(ConsumeError::Expired)),
+        "stored expired: {r:?}"
+    );
 
     l.create_approval(&new_approval("x2")).await.unwrap();
     let r = l.consume("x2", ACTION, HASH, at(61)).await;
-    assert!(matches!(r, Err(ConsumeError::Expired)), "pending past expiry: {r:?}");
+    assert!(
+        matches!(r, Err(ConsumeError::Expired)),
+        "pending past expiry: {r:?}"
+    );
 }
 
 pub async fn case_record_outcome(l: &dyn Ledger) {
     approved(l, "o1").await;
     let early = l.record_outcome("o1", &WriteOutcome::Sent, at(2)).await;
-    assert!(matches!(early, Err(LedgerError::Conflict(_))), "not consumed: {early:?}");
+    assert!(
+        matches!(early, Err(LedgerError::Conflict(_))),
+        "not consumed: {early:?}"
+    );
     l.consume("o1", ACTION, HASH, at(3)).await.unwrap();
-    let failed = WriteOutcome::Failed { code: "UPSTREAM_ERROR".to_owned() };
+    let failed = WriteOutcome::Failed {
+        code: "UPSTREAM_ERROR".to_owned(),
+    };
     l.record_outcome("o1", &failed, at(4)).await.unwrap();
     let row = l.approval("o1", at(5)).await.unwrap().unwrap();
     assert_eq!(row.outcome, Some(failed));
     assert_eq!(row.outcome_at, Some(at(4)));
     let second = l.record_outcome("o1", &WriteOutcome::Sent, at(6)).await;
-    assert!(matches!(second, Err(LedgerError::Conflict(_))), "second outcome: {second:?}");
+    assert!(
+        matches!(second, Err(LedgerError::Conflict(_))),
+        "second outcome: {second:?}"
+    );
     let missing = l.record_outcome("nope", &WriteOutcome::Sent, at(6)).await;
     assert!(matches!(missing, Err(LedgerError::NotFound)), "{missing:?}");
 }
 
 pub async fn case_discard_pending(l: &dyn Ledger) {
     l.create_approval(&new_approval("g1")).await.unwrap();
-    l.record_decision(&decision("g1", "aa", Decision::Approve, 1), 2, at(1)).await.unwrap();
+    l.record_decision(&decision("g1", "aa", Decision::Approve, 1), 2, at(1))
+        .await
+        .unwrap();
     l.discard_pending("g1").await.unwrap();
     assert!(l.approval("g1", at(2)).await.unwrap().is_none());
-    assert!(l.decisions("g1").await.unwrap().is_empty(), "decisions go with the row");
+    assert!(
+        l.decisions("g1").await.unwrap().is_empty(),
+        "decisions go with the row"
+    );
     // The id is free again once discarded.
     l.create_approval(&new_approval("g1")).await.unwrap();
 
     approved(l, "g2").await;
     let r = l.discard_pending("g2").await;
-    assert!(matches!(r, Err(LedgerError::Conflict(_))), "approved: {r:?}");
+    assert!(
+        matches!(r, Err(LedgerError::Conflict(_))),
+        "approved: {r:?}"
+    );
     assert!(l.approval("g2", at(2)).await.unwrap().is_some());
-    assert!(matches!(l.discard_pending("nope").await, Err(LedgerError::NotFound)));
+    assert!(matches!(
+        l.discard_pending("nope").await,
+        Err(LedgerError::NotFound)
+    ));
 }
 
 fn kpi(metric: &str, value: f64, minute: i64) -> KpiEntry {
@@ -324,8 +402,16 @@ pub async fn case_kpi_series(l: &dyn Ledger) {
 
     let window = l.kpi_series(Some("rating"), Some(at(20))).await.unwrap();
     assert_eq!(window.len(), 1);
-    assert_eq!((window[0].count, window[0].min, window[0].max), (2, 3.0, 5.0));
-    assert!(l.kpi_series(Some("rating"), Some(at(31))).await.unwrap().is_empty());
+    assert_eq!(
+        (window[0].count, window[0].min, window[0].max),
+        (2, 3.0, 5.0)
+    );
+    assert!(
+        l.kpi_series(Some("rating"), Some(at(31)))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert!(l.kpi_series(Some("other"), None).await.unwrap().is_empty());
 }
 
@@ -357,31 +443,64 @@ pub async fn case_csat_distribution(l: &dyn Ledger) {
     assert_eq!(all[0].counts, [0, 0, 1, 0, 0]);
     assert_eq!(all[1].channel, Channel::Mail);
     assert_eq!(all[1].counts, [1, 0, 0, 1, 2]);
-    let mail_late = l.csat_distribution(Some(Channel::Mail), Some(at(3))).await.unwrap();
+    let mail_late = l
+        .csat_distribution(Some(Channel::Mail), Some(at(3)))
+        .await
+        .unwrap();
     assert_eq!(mail_late.len(), 1);
     assert_eq!(mail_late[0].counts, [1, 0, 0, 1, 0]);
-    assert!(l.csat_distribution(Some(Channel::Forum), None).await.unwrap().is_empty());
+    assert!(
+        l.csat_distribution(Some(Channel::Forum), None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 fn ticket(channel: Channel, r: &str, minute: i64) -> Ticket {
-    Ticket { channel, ticket_ref: r.to_owned(), opened_at: at(minute), first_response_at: None }
+    Ticket {
+        channel,
+        ticket_ref: r.to_owned(),
+        opened_at: at(minute),
+        first_response_at: None,
+    }
 }
 
 pub async fn case_tickets_and_sla(l: &dyn Ledger) {
-    l.open_ticket(&ticket(Channel::Mail, "m-1", 0)).await.unwrap();
+    l.open_ticket(&ticket(Channel::Mail, "m-1", 0))
+        .await
+        .unwrap();
     // Opening again changes nothing (not even the opening time).
-    l.open_ticket(&ticket(Channel::Mail, "m-1", 50)).await.unwrap();
-    l.open_ticket(&ticket(Channel::Mail, "m-2", 30)).await.unwrap();
-    l.open_ticket(&ticket(Channel::Mail, "m-3", 40)).await.unwrap();
-    l.open_ticket(&ticket(Channel::Forum, "f-1", 10)).await.unwrap();
-    l.open_ticket(&ticket(Channel::AppStore, "a-1", 5)).await.unwrap();
+    l.open_ticket(&ticket(Channel::Mail, "m-1", 50))
+        .await
+        .unwrap();
+    l.open_ticket(&ticket(Channel::Mail, "m-2", 30))
+        .await
+        .unwrap();
+    l.open_ticket(&ticket(Channel::Mail, "m-3", 40))
+        .await
+        .unwrap();
+    l.open_ticket(&ticket(Channel::Forum, "f-1", 10))
+        .await
+        .unwrap();
+    l.open_ticket(&ticket(Channel::AppStore, "a-1", 5))
+        .await
+        .unwrap();
     // The same ref in another channel is another ticket.
-    l.open_ticket(&ticket(Channel::Forum, "m-1", 45)).await.unwrap();
+    l.open_ticket(&ticket(Channel::Forum, "m-1", 45))
+        .await
+        .unwrap();
 
-    l.mark_first_response(Channel::AppStore, "a-1", at(6)).await.unwrap();
-    l.mark_first_response(Channel::Mail, "m-3", at(41)).await.unwrap();
+    l.mark_first_response(Channel::AppStore, "a-1", at(6))
+        .await
+        .unwrap();
+    l.mark_first_response(Channel::Mail, "m-3", at(41))
+        .await
+        .unwrap();
     // A later response keeps the first time: m-3 stays answered, m-3 still not awaiting.
-    l.mark_first_response(Channel::Mail, "m-3", at(99)).await.unwrap();
+    l.mark_first_response(Channel::Mail, "m-3", at(99))
+        .await
+        .unwrap();
     let missing = l.mark_first_response(Channel::Mail, "nope", at(1)).await;
     assert!(matches!(missing, Err(LedgerError::NotFound)), "{missing:?}");
 
@@ -392,17 +511,31 @@ pub async fn case_tickets_and_sla(l: &dyn Ledger) {
     assert_eq!((all[0].awaiting, all[0].breached), (2, 1));
     assert_eq!(all[0].oldest_opened_at, Some(at(10)));
     assert_eq!(all[1].channel, Channel::Mail);
-    assert_eq!((all[1].awaiting, all[1].breached), (2, 1), "m-1 opened at 0 breaches");
+    assert_eq!(
+        (all[1].awaiting, all[1].breached),
+        (2, 1),
+        "m-1 opened at 0 breaches"
+    );
     assert_eq!(all[1].oldest_opened_at, Some(at(0)));
 
     // Per-channel cutoffs: a later mail cutoff breaches both; no forum cutoff breaches none.
-    let mail = l.awaiting_first_response(Some(Channel::Mail), &[(Channel::Mail, at(35))]).await;
+    let mail = l
+        .awaiting_first_response(Some(Channel::Mail), &[(Channel::Mail, at(35))])
+        .await;
     let mail = mail.unwrap();
     assert_eq!(mail.len(), 1);
     assert_eq!((mail[0].awaiting, mail[0].breached), (2, 2));
-    let forum = l.awaiting_first_response(Some(Channel::Forum), &[]).await.unwrap();
+    let forum = l
+        .awaiting_first_response(Some(Channel::Forum), &[])
+        .await
+        .unwrap();
     assert_eq!((forum[0].awaiting, forum[0].breached), (2, 0));
-    assert!(l.awaiting_first_response(Some(Channel::AppStore), &cutoffs).await.unwrap().is_empty());
+    assert!(
+        l.awaiting_first_response(Some(Channel::AppStore), &cutoffs)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 fn audit(minute: i64, tool: &str, error_code: Option<&str>) -> AuditRecord {

@@ -1,0 +1,57 @@
+//! Six role processes share one SQLite file: six ledgers (separate pools, as separate
+//! processes would have) opening one fresh file at once all become ready, and then write
+//! concurrently without `database is locked` failures.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use care_core::ledger::{AuditRecord, Ledger};
+use care_ledger::SqliteLedger;
+use chrono::Utc;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn six_ledgers_open_and_write_one_fresh_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared/ledger.db");
+    let ledgers: Vec<Arc<dyn Ledger>> = (0..6)
+        .map(|_| Arc::new(SqliteLedger::open(&path).unwrap()) as Arc<dyn Ledger>)
+        .collect();
+
+    let pings: Vec<_> = ledgers
+        .iter()
+        .map(|l| {
+            let l = l.clone();
+            tokio::spawn(async move { l.ping().await })
+        })
+        .collect();
+    for p in pings {
+        p.await.unwrap().unwrap();
+    }
+
+    let writes: Vec<_> = ledgers
+        .iter()
+        .enumerate()
+        .flat_map(|(i, l)| (0..20).map(move |j| (i, j, l.clone())))
+        .map(|(i, j, l)| {
+            tokio::spawn(async move {
+                l.record_audit(&AuditRecord {
+                    at: Utc::now(),
+                    role: format!("role{i}"),
+                    client: "c".to_owned(),
+                    tool: "kpi_record".to_owned(),
+                    outcome: "ok".to_owned(),
+                    error_code: None,
+                    approval_id: None,
+                    duration_us: j,
+                    args_digest: "d".to_owned(),
+                })
+                .await
+            })
+        })
+        .collect();
+    for w in writes {
+        w.await.unwrap().unwrap();
+    }
+    assert_eq!(ledgers[0].recent_audit(1000).await.unwrap().len(), 120);
+}

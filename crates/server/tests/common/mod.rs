@@ -1,0 +1,509 @@
+//! Shared helpers of the `care-mcp` integration tests: a sandbox per test (own temp dir and
+//! SQLite ledger, no inherited `CARE_*` / `DATABASE_URL`), the binary as a child process, and a
+//! line-based JSON-RPC client over its stdio that keeps every stdout line for later checks.
+//!
+//! Every read has a deadline ([`TIMEOUT`]) so a hung server fails the test instead of CI.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+/// How long any single read (or the exit of the process) may take.
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The protocol version the tests negotiate.
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// The tools implemented in this issue; the catalog holds 31, the others come with their domains.
+pub const IMPLEMENTED: [&str; 8] = [
+    "kpi_record",
+    "kpi_report",
+    "csat_record",
+    "csat_summary",
+    "sla_status",
+    "approval_request",
+    "approval_status",
+    "approval_list",
+];
+
+/// A valid x-only public key (throwaway, no secret known to anyone here).
+pub const APPROVER_HEX: &str = "4646ae5047316b4230d0086c8acec687f00b1cd9d1dc634f6cb358ac0a9a8fff";
+
+/// The binary under test, built with this test's features.
+pub fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_care-mcp"))
+}
+
+/// The repository's `wrappers/` directory.
+pub fn wrappers_dir() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../wrappers"))
+}
+
+/// A minimal PATH for children (the wrappers need `sh`, `dirname`).
+pub const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// One test's private world: a temp dir used as HOME, holding the SQLite ledger.
+#[derive(Debug)]
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        Sandbox {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    /// A sandbox inside the cargo target dir (same filesystem as the binary: hard links work).
+    pub fn in_target() -> Self {
+        Sandbox {
+            dir: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.path().join("ledger.db")
+    }
+
+    pub fn database_url(&self) -> String {
+        format!("sqlite://{}", self.db_path().display())
+    }
+
+    /// `program` with a clean environment: PATH, HOME=<tmp>, DATABASE_URL=<tmp>/ledger.db.
+    pub fn command_for(&self, program: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.env_clear()
+            .env("PATH", CHILD_PATH)
+            .env("HOME", self.path())
+            .env("DATABASE_URL", self.database_url())
+            .current_dir(self.path());
+        cmd
+    }
+
+    /// The binary under test with a clean environment.
+    pub fn command(&self) -> Command {
+        self.command_for(&binary())
+    }
+
+    /// The binary serving `role` (passed as `--role`).
+    pub fn serve_command(&self, role: &str) -> Command {
+        let mut cmd = self.command();
+        cmd.arg("--role").arg(role);
+        cmd
+    }
+}
+
+/// Spawns `cmd` with piped stdio, retrying briefly on ETXTBSY (a freshly copied executable
+/// can be held open for writing by a fork of a parallel test for a moment).
+fn spawn_piped(cmd: &mut Command) -> Child {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        match cmd.spawn() {
+            Ok(child) => return child,
+            Err(e) if e.raw_os_error() == Some(26) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("cannot spawn {cmd:?}: {e}"),
+        }
+    }
+}
+
+/// Waits for the child to exit, at most [`TIMEOUT`]; kills it and fails the test otherwise.
+fn wait_with_deadline(child: &mut Child) -> ExitStatus {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("care-mcp did not exit within {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn collect_stderr(stderr: impl Read + Send + 'static) -> JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let mut reader = BufReader::new(stderr);
+        let _ = reader.read_to_string(&mut text);
+        text
+    })
+}
+
+/// What a finished process left behind.
+#[derive(Debug)]
+pub struct Finished {
+    pub status: ExitStatus,
+    /// Every stdout line, in arrival order (JSON-RPC messages while serving).
+    pub stdout_lines: Vec<String>,
+    pub stderr: String,
+}
+
+impl Finished {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    pub fn stdout(&self) -> String {
+        self.stdout_lines.iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    pub fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr.lines().collect()
+    }
+
+    /// Every stdout line is a JSON-RPC 2.0 message.
+    pub fn assert_stdout_is_protocol(&self) {
+        for line in &self.stdout_lines {
+            let v: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
+            assert!(v.is_object(), "stdout line is not a JSON object: {line:?}");
+            assert_eq!(v["jsonrpc"], "2.0", "stdout line is not JSON-RPC 2.0: {line:?}");
+        }
+    }
+
+    /// Every stderr line is a JSON object.
+    pub fn assert_stderr_is_json_lines(&self) {
+        for line in self.stderr.lines() {
+            let v: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("stderr line is not JSON ({e}): {line:?}"));
+            assert!(v.is_object(), "stderr line is not a JSON object: {line:?}");
+        }
+    }
+}
+
+/// Runs `cmd` to completion with stdin closed (or fed `input`), with a deadline.
+pub fn run_once(cmd: &mut Command, input: Option<&str>) -> Finished {
+    let mut child = spawn_piped(cmd);
+    let mut stdin = child.stdin.take().expect("stdin");
+    if let Some(text) = input {
+        // The process may exit before reading: a broken pipe is not the test's concern.
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    drop(stdin);
+    let stdout = collect_stderr(child.stdout.take().expect("stdout"));
+    let stderr = collect_stderr(child.stderr.take().expect("stderr"));
+    let status = wait_with_deadline(&mut child);
+    let stdout = stdout.join().expect("stdout reader");
+    Finished {
+        status,
+        stdout_lines: stdout.lines().map(str::to_owned).collect(),
+        stderr: stderr.join().expect("stderr reader"),
+    }
+}
+
+/// A live MCP session with one `care-mcp` process.
+#[derive(Debug)]
+pub struct Session {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stdout_reader: Option<JoinHandle<()>>,
+    stderr_reader: Option<JoinHandle<String>>,
+    /// Every stdout line received so far, in arrival order.
+    pub stdout_lines: Vec<String>,
+    next_id: u64,
+}
+
+impl Session {
+    /// Starts the process; no handshake yet.
+    pub fn spawn(mut cmd: Command) -> Session {
+        let mut child = spawn_piped(&mut cmd);
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        let stdout_reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr_reader = collect_stderr(child.stderr.take().expect("stderr"));
+        Session {
+            child,
+            stdin,
+            lines: rx,
+            stdout_reader: Some(stdout_reader),
+            stderr_reader: Some(stderr_reader),
+            stdout_lines: Vec::new(),
+            next_id: 1,
+        }
+    }
+
+    /// Starts the process and performs the `initialize` handshake.
+    pub fn start(cmd: Command) -> Session {
+        let mut session = Session::spawn(cmd);
+        session.initialize();
+        session
+    }
+
+    /// `initialize` with [`PROTOCOL_VERSION`], then `notifications/initialized`.
+    pub fn initialize(&mut self) -> Value {
+        let response = self.request(
+            "initialize",
+            json!({
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": { "name": "care-mcp-tests", "version": "0" }
+            }),
+        );
+        assert!(
+            response.get("result").is_some(),
+            "initialize failed: {response}"
+        );
+        self.notify("notifications/initialized", None);
+        response
+    }
+
+    /// Writes one raw line (a newline is appended).
+    pub fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin already closed");
+        stdin.write_all(line.as_bytes()).expect("write to stdin");
+        stdin.write_all(b"\n").expect("write to stdin");
+        stdin.flush().expect("flush stdin");
+    }
+
+    pub fn notify(&mut self, method: &str, params: Option<Value>) {
+        let mut message = json!({ "jsonrpc": "2.0", "method": method });
+        if let Some(params) = params {
+            message["params"] = params;
+        }
+        self.send_line(&message.to_string());
+    }
+
+    /// Sends a request with a fresh id and returns its full response message.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        self.send_line(&message.to_string());
+        self.response(id)
+    }
+
+    /// Sends a request without params.
+    pub fn request_without_params(&mut self, method: &str) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let message = json!({ "jsonrpc": "2.0", "id": id, "method": method });
+        self.send_line(&message.to_string());
+        self.response(id)
+    }
+
+    fn find_response(&self, id: u64) -> Option<Value> {
+        self.stdout_lines.iter().find_map(|line| {
+            let v: Value = serde_json::from_str(line).ok()?;
+            let is_response = v.get("result").is_some() || v.get("error").is_some();
+            (is_response && v.get("id") == Some(&json!(id))).then_some(v)
+        })
+    }
+
+    /// Reads stdout lines (keeping all of them) until the response with `id` is among them.
+    pub fn response(&mut self, id: u64) -> Value {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(v) = self.find_response(id) {
+                return v;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.stdout_lines.push(line),
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "no response to request {id} within {TIMEOUT:?}; stdout so far: {:#?}",
+                    self.stdout_lines
+                ),
+                Err(RecvTimeoutError::Disconnected) => panic!(
+                    "stdout closed before the response to request {id}; stdout: {:#?}",
+                    self.stdout_lines
+                ),
+            }
+        }
+    }
+
+    /// The `tools/list` result's tools.
+    pub fn list_tools(&mut self) -> Vec<Value> {
+        let response = self.request("tools/list", json!({}));
+        let tools = response["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("tools/list answered no tools array: {response}"));
+        assert!(
+            response["result"].get("nextCursor").is_none_or(Value::is_null),
+            "tools/list is paginated: {response}"
+        );
+        tools.clone()
+    }
+
+    /// The names `tools/list` answers.
+    pub fn tool_names(&mut self) -> BTreeSet<String> {
+        self.list_tools()
+            .iter()
+            .map(|t| t["name"].as_str().expect("tool name").to_owned())
+            .collect()
+    }
+
+    /// `tools/call`; returns the whole response message (`result` or `error`).
+    pub fn call(&mut self, name: &str, arguments: Value) -> Value {
+        self.request(
+            "tools/call",
+            json!({ "name": name, "arguments": arguments }),
+        )
+    }
+
+    /// `tools/call` that must answer a tool result; returns its `structuredContent` after
+    /// checking the result shape (only protocol keys; the text equals the structured content).
+    pub fn call_envelope(&mut self, name: &str, arguments: Value) -> Value {
+        let response = self.call(name, arguments);
+        let result = response
+            .get("result")
+            .unwrap_or_else(|| panic!("{name} answered no result: {response}"));
+        check_result_shape(result)
+    }
+
+    /// A call that must succeed: returns `data`.
+    pub fn call_ok(&mut self, name: &str, arguments: Value) -> Value {
+        let envelope = self.call_envelope(name, arguments);
+        assert_eq!(envelope["ok"], true, "{name} failed: {envelope}");
+        envelope["data"].clone()
+    }
+
+    /// A call that must fail with a tool error: returns `error`.
+    pub fn call_err(&mut self, name: &str, arguments: Value) -> Map<String, Value> {
+        let envelope = self.call_envelope(name, arguments);
+        assert_eq!(envelope["ok"], false, "{name} did not fail: {envelope}");
+        envelope["error"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{name}: error is not an object: {envelope}"))
+            .clone()
+    }
+
+    /// Closes stdin, waits for the exit (with a deadline), drains stdout and stderr.
+    pub fn finish(mut self) -> Finished {
+        drop(self.stdin.take());
+        let status = wait_with_deadline(&mut self.child);
+        if let Some(reader) = self.stdout_reader.take() {
+            reader.join().expect("stdout reader");
+        }
+        while let Ok(line) = self.lines.try_recv() {
+            self.stdout_lines.push(line);
+        }
+        let stderr = self
+            .stderr_reader
+            .take()
+            .map(|h| h.join().expect("stderr reader"))
+            .unwrap_or_default();
+        Finished {
+            status,
+            stdout_lines: std::mem::take(&mut self.stdout_lines),
+            stderr,
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // A test that failed half-way must not leave a server behind.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Checks a `tools/call` result: only `content`, `structuredContent`, `isError`; one text
+/// block whose JSON equals `structuredContent`; `isError` agrees with `ok`. Returns the
+/// structured content.
+pub fn check_result_shape(result: &Value) -> Value {
+    let object = result
+        .as_object()
+        .unwrap_or_else(|| panic!("result is not an object: {result}"));
+    for key in object.keys() {
+        assert!(
+            ["content", "structuredContent", "isError"].contains(&key.as_str()),
+            "result carries a non-protocol key {key:?}: {result}"
+        );
+    }
+    let content = object["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("content is not an array: {result}"));
+    assert_eq!(content.len(), 1, "expected one content block: {result}");
+    assert_eq!(content[0]["type"], "text", "{result}");
+    let text = content[0]["text"].as_str().expect("text block");
+    let parsed: Value = serde_json::from_str(text).expect("content text is JSON");
+    let structured = object
+        .get("structuredContent")
+        .unwrap_or_else(|| panic!("no structuredContent: {result}"))
+        .clone();
+    assert_eq!(parsed, structured, "text and structuredContent differ");
+    let ok = structured["ok"]
+        .as_bool()
+        .unwrap_or_else(|| panic!("envelope has no boolean ok: {structured}"));
+    let is_error = object.get("isError").and_then(Value::as_bool).unwrap_or(false);
+    assert_eq!(is_error, !ok, "isError disagrees with ok: {result}");
+    let keys: BTreeSet<&str> = structured
+        .as_object()
+        .expect("envelope object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    if ok {
+        assert_eq!(keys, BTreeSet::from(["ok", "data"]), "{structured}");
+    } else {
+        assert_eq!(keys, BTreeSet::from(["ok", "error"]), "{structured}");
+        let error = structured["error"].as_object().expect("error object");
+        for key in error.keys() {
+            assert!(
+                ["code", "message", "field"].contains(&key.as_str()),
+                "error carries an unexpected key {key:?}: {structured}"
+            );
+        }
+        assert!(error["code"].is_string() && error["message"].is_string(), "{structured}");
+    }
+    structured
+}
+
+/// The fixed sentence of an error code, as `care_core` defines it.
+pub fn fixed_message(code: &str) -> &'static str {
+    care_core::error::ErrorCode::ALL
+        .into_iter()
+        .find(|c| c.as_str() == code)
+        .unwrap_or_else(|| panic!("unknown error code {code}"))
+        .message()
+}
+
+/// Asserts an INVALID_INPUT error naming `field`, with the fixed message.
+pub fn assert_invalid(error: &Map<String, Value>, field: &str) {
+    assert_eq!(error["code"], "INVALID_INPUT", "{error:?}");
+    assert_eq!(error["field"], field, "{error:?}");
+    assert_eq!(error["message"], fixed_message("INVALID_INPUT"), "{error:?}");
+}
+
+/// Asserts an error of `code` with its fixed message.
+pub fn assert_code(error: &Map<String, Value>, code: &str) {
+    assert_eq!(error["code"], code, "{error:?}");
+    assert_eq!(error["message"], fixed_message(code), "{error:?}");
+}
