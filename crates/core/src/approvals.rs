@@ -61,7 +61,11 @@ pub struct ApprovalPolicy {
 }
 
 impl ApprovalPolicy {
-    pub fn new(approvers: Vec<ApproverKey>, server_key: Option<ApproverKey>, threshold: u32) -> Self {
+    pub fn new(
+        approvers: Vec<ApproverKey>,
+        server_key: Option<ApproverKey>,
+        threshold: u32,
+    ) -> Self {
         ApprovalPolicy {
             approvers,
             server_key,
@@ -71,7 +75,9 @@ impl ApprovalPolicy {
 
     /// No approvers configured means nothing can ever be approved.
     pub fn has_approvers(&self) -> bool {
-        self.approvers.iter().any(|a| Some(a) != self.server_key.as_ref())
+        self.approvers
+            .iter()
+            .any(|a| Some(a) != self.server_key.as_ref())
     }
 
     pub fn threshold(&self) -> u32 {
@@ -130,8 +136,10 @@ mod tests {
     use super::*;
 
     // Throwaway keys generated for these tests only.
-    const SERVER_SECRET_HEX: &str = "1111111111111111111111111111111111111111111111111111111111111111";
-    const APPROVER_SECRET_HEX: &str = "2222222222222222222222222222222222222222222222222222222222222222";
+    const SERVER_SECRET_HEX: &str =
+        "1111111111111111111111111111111111111111111111111111111111111111";
+    const APPROVER_SECRET_HEX: &str =
+        "2222222222222222222222222222222222222222222222222222222222222222";
 
     #[test]
     fn npub_and_hex_parse_to_the_same_key() {
@@ -147,8 +155,15 @@ mod tests {
     fn server_key_never_counts_even_when_listed() {
         let server = ApproverKey::of_secret(SERVER_SECRET_HEX).unwrap();
         let approver = ApproverKey::of_secret(APPROVER_SECRET_HEX).unwrap();
-        let policy = ApprovalPolicy::new(vec![server.clone(), approver.clone()], Some(server.clone()), 1);
-        assert!(matches!(policy.check(&server), Err(DecisionRefused::ServerKey)));
+        let policy = ApprovalPolicy::new(
+            vec![server.clone(), approver.clone()],
+            Some(server.clone()),
+            1,
+        );
+        assert!(matches!(
+            policy.check(&server),
+            Err(DecisionRefused::ServerKey)
+        ));
         assert!(policy.check(&approver).is_ok());
         let only_server = ApprovalPolicy::new(vec![server.clone()], Some(server), 1);
         assert!(!only_server.has_approvers());
@@ -158,6 +173,9 @@ mod tests {
     fn unlisted_key_is_refused() {
         let approver = ApproverKey::of_secret(APPROVER_SECRET_HEX).unwrap();
         let policy = ApprovalPolicy::new(vec![], None, 1);
-        assert!(matches!(policy.check(&approver), Err(DecisionRefused::NotAnApprover)));
+        assert!(matches!(
+            policy.check(&approver),
+            Err(DecisionRefused::NotAnApprover)
+        ));
     }
 }

@@ -120,7 +120,10 @@ mod tests {
     #[test]
     fn keys_are_sorted_and_no_whitespace() {
         let v = json!({"b": 1, "a": {"z": [true, null], "y": "x"}});
-        assert_eq!(encode_string(&v), r#"{"a":{"y":"x","z":[true,null]},"b":1}"#);
+        assert_eq!(
+            encode_string(&v),
+            r#"{"a":{"y":"x","z":[true,null]},"b":1}"#
+        );
     }
 
     #[test]

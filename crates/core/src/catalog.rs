@@ -123,16 +123,46 @@ pub const CATALOG: &[CatalogEntry] = &[
     entry("asc_apps_list", AppStoreConnect, Read, ASC_READ),
     entry("asc_reviews_list", AppStoreConnect, Read, ASC_READ),
     entry("asc_review_get", AppStoreConnect, Read, ASC_READ),
-    entry("asc_review_response_get", AppStoreConnect, Read, ASC_LEAD_REVIEWS),
+    entry(
+        "asc_review_response_get",
+        AppStoreConnect,
+        Read,
+        ASC_LEAD_REVIEWS,
+    ),
     entry("asc_ratings_summary", AppStoreConnect, Read, ASC_READ),
-    entry("asc_reviews_unanswered", AppStoreConnect, Read, ASC_LEAD_REVIEWS),
-    entry("asc_review_reply", AppStoreConnect, ExternalWrite, &[Reviews]),
-    entry("discourse_latest_topics", Discourse, Read, &[Lead, Insight, Community]),
+    entry(
+        "asc_reviews_unanswered",
+        AppStoreConnect,
+        Read,
+        ASC_LEAD_REVIEWS,
+    ),
+    entry(
+        "asc_review_reply",
+        AppStoreConnect,
+        ExternalWrite,
+        &[Reviews],
+    ),
+    entry(
+        "discourse_latest_topics",
+        Discourse,
+        Read,
+        &[Lead, Insight, Community],
+    ),
     entry("discourse_topic_get", Discourse, Read, &[Lead, Community]),
-    entry("discourse_search", Discourse, Read, &[Lead, Reviews, Insight, Community]),
+    entry(
+        "discourse_search",
+        Discourse,
+        Read,
+        &[Lead, Reviews, Insight, Community],
+    ),
     entry("discourse_categories", Discourse, Read, &[Lead, Community]),
     entry("discourse_post_get", Discourse, Read, &[Lead, Community]),
-    entry("discourse_post_reply", Discourse, ExternalWrite, &[Community]),
+    entry(
+        "discourse_post_reply",
+        Discourse,
+        ExternalWrite,
+        &[Community],
+    ),
     entry("mail_list", Domain::Mail, Read, &[Lead, Role::Mail]),
     entry("mail_read", Domain::Mail, Read, &[Lead, Role::Mail]),
     entry("mail_search", Domain::Mail, Read, &[Lead, Role::Mail]),
@@ -142,14 +172,44 @@ pub const CATALOG: &[CatalogEntry] = &[
     entry("cluster_workloads", Kubernetes, Read, &[Lead, Ops]),
     entry("cluster_pods", Kubernetes, Read, &[Lead, Ops]),
     entry("cluster_events", Kubernetes, Read, &[Lead, Ops]),
-    entry("cluster_restart_workload", Kubernetes, ExternalWrite, &[Ops]),
-    entry("kpi_record", Ledger, LedgerWrite, &[Lead, Reviews, Insight, Community, Role::Mail, Ops]),
+    entry(
+        "cluster_restart_workload",
+        Kubernetes,
+        ExternalWrite,
+        &[Ops],
+    ),
+    entry(
+        "kpi_record",
+        Ledger,
+        LedgerWrite,
+        &[Lead, Reviews, Insight, Community, Role::Mail, Ops],
+    ),
     entry("kpi_report", Ledger, Read, &[Lead, Reviews, Insight, Ops]),
-    entry("csat_record", Ledger, LedgerWrite, &[Lead, Reviews, Insight, Community, Role::Mail]),
+    entry(
+        "csat_record",
+        Ledger,
+        LedgerWrite,
+        &[Lead, Reviews, Insight, Community, Role::Mail],
+    ),
     entry("csat_summary", Ledger, Read, &[Lead, Reviews, Insight]),
-    entry("sla_status", Ledger, Read, &[Lead, Reviews, Insight, Community, Role::Mail]),
-    entry("approval_request", Approvals, LedgerWrite, &[Reviews, Community, Role::Mail, Ops]),
-    entry("approval_status", Approvals, Read, &[Reviews, Community, Role::Mail, Ops]),
+    entry(
+        "sla_status",
+        Ledger,
+        Read,
+        &[Lead, Reviews, Insight, Community, Role::Mail],
+    ),
+    entry(
+        "approval_request",
+        Approvals,
+        LedgerWrite,
+        &[Reviews, Community, Role::Mail, Ops],
+    ),
+    entry(
+        "approval_status",
+        Approvals,
+        Read,
+        &[Reviews, Community, Role::Mail, Ops],
+    ),
     entry("approval_list", Approvals, Read, &[Lead, Insight]),
 ];
 
@@ -194,11 +254,20 @@ mod tests {
 
     #[test]
     fn counts_per_role_match_the_architecture() {
-        let counts: Vec<(Role, usize)> =
-            Role::ALL.iter().map(|r| (*r, tools_of(*r).count())).collect();
+        let counts: Vec<(Role, usize)> = Role::ALL
+            .iter()
+            .map(|r| (*r, tools_of(*r).count()))
+            .collect();
         assert_eq!(
             counts,
-            vec![(Lead, 25), (Reviews, 15), (Insight, 12), (Community, 11), (Role::Mail, 10), (Ops, 9)]
+            vec![
+                (Lead, 25),
+                (Reviews, 15),
+                (Insight, 12),
+                (Community, 11),
+                (Role::Mail, 10),
+                (Ops, 9)
+            ]
         );
     }
 
@@ -216,10 +285,19 @@ mod tests {
             let expected = usize::from(!matches!(role, Lead | Insight));
             assert_eq!(writes, expected, "{role}");
         }
-        let writes: Vec<_> = CATALOG.iter().filter(|e| e.kind == ExternalWrite).map(|e| e.name).collect();
+        let writes: Vec<_> = CATALOG
+            .iter()
+            .filter(|e| e.kind == ExternalWrite)
+            .map(|e| e.name)
+            .collect();
         assert_eq!(
             writes,
-            ["asc_review_reply", "discourse_post_reply", "mail_send", "cluster_restart_workload"]
+            [
+                "asc_review_reply",
+                "discourse_post_reply",
+                "mail_send",
+                "cluster_restart_workload"
+            ]
         );
     }
 

@@ -76,9 +76,16 @@ impl std::fmt::Debug for Config {
 /// Names of variables whose values are secrets, besides the password inside `DATABASE_URL`.
 fn is_secret_variable(name: &str) -> bool {
     name.starts_with("CARE_")
-        && ["_SECRET", "_SECRET_KEY", "_PASSWORD", "_TOKEN", "_API_KEY", "_SALT"]
-            .iter()
-            .any(|suffix| name.ends_with(suffix))
+        && [
+            "_SECRET",
+            "_SECRET_KEY",
+            "_PASSWORD",
+            "_TOKEN",
+            "_API_KEY",
+            "_SALT",
+        ]
+        .iter()
+        .any(|suffix| name.ends_with(suffix))
 }
 
 impl Config {
@@ -98,7 +105,9 @@ impl Config {
                 || url.starts_with("sqlite://")
                 || url.starts_with("sqlite:"))
         {
-            problems.push("DATABASE_URL must start with postgres://, postgresql:// or sqlite://".into());
+            problems.push(
+                "DATABASE_URL must start with postgres://, postgresql:// or sqlite://".into(),
+            );
         }
 
         let write_enabled = get("CARE_WRITE_ENABLED").as_deref() == Some("1");
@@ -126,7 +135,9 @@ impl Config {
             Some(v) => match v.trim().parse::<u32>() {
                 Ok(n) if n >= 1 => n,
                 _ => {
-                    problems.push("CARE_APPROVAL_THRESHOLD must be a whole number of at least 1".into());
+                    problems.push(
+                        "CARE_APPROVAL_THRESHOLD must be a whole number of at least 1".into(),
+                    );
                     1
                 }
             },
@@ -138,15 +149,22 @@ impl Config {
             Some(secret) => {
                 let key = ApproverKey::of_secret(secret);
                 if key.is_none() {
-                    problems.push("CARE_NOSTR_SECRET_KEY is not an nsec or 64-character hex secret key".into());
+                    problems.push(
+                        "CARE_NOSTR_SECRET_KEY is not an nsec or 64-character hex secret key"
+                            .into(),
+                    );
                 }
                 key
             }
         };
 
-        let approvers_excluding_server =
-            approvers.iter().filter(|a| Some(*a) != server_key.as_ref()).count();
-        if approvers_excluding_server > 0 && approval_threshold as usize > approvers_excluding_server {
+        let approvers_excluding_server = approvers
+            .iter()
+            .filter(|a| Some(*a) != server_key.as_ref())
+            .count();
+        if approvers_excluding_server > 0
+            && approval_threshold as usize > approvers_excluding_server
+        {
             problems.push(
                 "CARE_APPROVAL_THRESHOLD is larger than the number of approvers (the server's own key does not count)"
                     .into(),
@@ -170,9 +188,12 @@ impl Config {
             None => "stdio".to_owned(),
             Some(v) => {
                 let ok = v.len() <= 64
-                    && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:@".contains(&b));
+                    && v.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_.:@".contains(&b));
                 if !ok {
-                    problems.push("CARE_CLIENT_ID must be at most 64 characters of [A-Za-z0-9-_.:@]".into());
+                    problems.push(
+                        "CARE_CLIENT_ID must be at most 64 characters of [A-Za-z0-9-_.:@]".into(),
+                    );
                 }
                 v
             }
@@ -285,8 +306,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn config(pairs: &[(&str, &str)]) -> Result<Config, Vec<String>> {
-        let map: HashMap<String, String> =
-            pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         let names: Vec<String> = map.keys().cloned().collect();
         Config::from_env(|k| map.get(k).cloned(), names)
     }
@@ -298,19 +321,32 @@ mod tests {
         let c = config(&[("HOME", "/home/demo")]).unwrap();
         assert!(!c.write_enabled);
         assert_eq!(c.database_kind(), "sqlite");
-        assert_eq!(c.default_sqlite_path, PathBuf::from("/home/demo/.local/state/care-mcp/ledger.db"));
+        assert_eq!(
+            c.default_sqlite_path,
+            PathBuf::from("/home/demo/.local/state/care-mcp/ledger.db")
+        );
         assert_eq!(c.client_id, "stdio");
         assert_eq!(c.approval_threshold, 1);
         let c = config(&[("XDG_STATE_HOME", "/var/lib/x"), ("HOME", "/root")]).unwrap();
-        assert_eq!(c.default_sqlite_path, PathBuf::from("/var/lib/x/care-mcp/ledger.db"));
+        assert_eq!(
+            c.default_sqlite_path,
+            PathBuf::from("/var/lib/x/care-mcp/ledger.db")
+        );
     }
 
     #[test]
     fn write_switch_must_be_exactly_one() {
         for v in ["true", "yes", "01", " 1", "1 ", "on"] {
-            assert!(!config(&[("CARE_WRITE_ENABLED", v)]).unwrap().write_enabled, "{v}");
+            assert!(
+                !config(&[("CARE_WRITE_ENABLED", v)]).unwrap().write_enabled,
+                "{v}"
+            );
         }
-        assert!(config(&[("CARE_WRITE_ENABLED", "1")]).unwrap().write_enabled);
+        assert!(
+            config(&[("CARE_WRITE_ENABLED", "1")])
+                .unwrap()
+                .write_enabled
+        );
     }
 
     #[test]
@@ -331,16 +367,22 @@ mod tests {
 
     #[test]
     fn threshold_above_approvers_is_refused() {
-        let errs = config(&[("CARE_APPROVERS", APPROVER_HEX), ("CARE_APPROVAL_THRESHOLD", "2")])
-            .err()
-            .unwrap();
+        let errs = config(&[
+            ("CARE_APPROVERS", APPROVER_HEX),
+            ("CARE_APPROVAL_THRESHOLD", "2"),
+        ])
+        .err()
+        .unwrap();
         assert_eq!(errs.len(), 1);
     }
 
     #[test]
     fn own_secrets_include_the_database_password_and_secret_variables() {
         let c = config(&[
-            ("DATABASE_URL", "postgres://care:sk-demo-dbpass@db:5432/care"),
+            (
+                "DATABASE_URL",
+                "postgres://care:sk-demo-dbpass@db:5432/care",
+            ),
             ("CARE_AUDIT_SALT", "sk-demo-audit-salt-0000"),
             ("CARE_MAIL_PASSWORD", "sk-demo-mailpass"),
             ("CARE_WRITE_ENABLED", "1"),
@@ -368,7 +410,11 @@ mod tests {
     fn postgres_needs_an_audit_salt() {
         assert!(config(&[("DATABASE_URL", "postgres://db/care")]).is_err());
         assert!(
-            config(&[("DATABASE_URL", "postgres://db/care"), ("CARE_AUDIT_SALT", "sk-demo-0123456789abcdef")]).is_ok()
+            config(&[
+                ("DATABASE_URL", "postgres://db/care"),
+                ("CARE_AUDIT_SALT", "sk-demo-0123456789abcdef")
+            ])
+            .is_ok()
         );
     }
 }

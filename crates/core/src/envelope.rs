@@ -41,6 +41,9 @@ mod tests {
 
     #[test]
     fn success_wraps_data() {
-        assert_eq!(success(json!({"a": 1})), json!({"ok": true, "data": {"a": 1}}));
+        assert_eq!(
+            success(json!({"a": 1})),
+            json!({"ok": true, "data": {"a": 1}})
+        );
     }
 }

@@ -33,7 +33,9 @@ pub struct Gate {
 
 impl std::fmt::Debug for Gate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gate").field("registry", &self.registry).finish_non_exhaustive()
+        f.debug_struct("Gate")
+            .field("registry", &self.registry)
+            .finish_non_exhaustive()
     }
 }
 
@@ -66,14 +68,25 @@ impl Gate {
             // seeing) but never echoes a free-form name.
             let tool = catalog::lookup(name).map_or("unknown", |e| e.name);
             let digest = self.services.auditor.digest(name, &args_value);
-            self.audit(&ctx, tool, "error", Some(ErrorCode::UnknownTool), None, started, digest)
-                .await;
+            self.audit(
+                &ctx,
+                tool,
+                "error",
+                Some(ErrorCode::UnknownTool),
+                None,
+                started,
+                digest,
+            )
+            .await;
             return GateAnswer::UnknownTool;
         };
         let tool = handler.entry().name;
         let digest = self.services.auditor.digest(tool, &args_value);
 
-        let reply = match AssertUnwindSafe(handler.call(&ctx, arguments)).catch_unwind().await {
+        let reply = match AssertUnwindSafe(handler.call(&ctx, arguments))
+            .catch_unwind()
+            .await
+        {
             Ok(reply) => reply,
             Err(payload) => {
                 let detail = payload
@@ -98,8 +111,16 @@ impl Gate {
                 (envelope::failure(err), true, "error", Some(err.code))
             }
         };
-        self.audit(&ctx, tool, outcome, code, reply.approval_id.clone(), started, digest)
-            .await;
+        self.audit(
+            &ctx,
+            tool,
+            outcome,
+            code,
+            reply.approval_id.clone(),
+            started,
+            digest,
+        )
+        .await;
         GateAnswer::Result { envelope, is_error }
     }
 
@@ -121,7 +142,8 @@ impl Gate {
             tool: tool.to_owned(),
             outcome: outcome.to_owned(),
             error_code: code.map(|c| c.as_str().to_owned()),
-            approval_id: approval_id.filter(|id| id.len() <= 64 && id.bytes().all(|b| b.is_ascii_graphic())),
+            approval_id: approval_id
+                .filter(|id| id.len() <= 64 && id.bytes().all(|b| b.is_ascii_graphic())),
             duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
             args_digest,
         };

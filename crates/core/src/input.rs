@@ -109,7 +109,11 @@ pub fn check_id(field: &str, value: &str, max_chars: usize) -> Result<(), ToolEr
     let ok = !value.is_empty()
         && value.len() <= max_chars
         && value.bytes().all(|b| b.is_ascii_graphic());
-    if ok { Ok(()) } else { Err(ToolError::invalid(field)) }
+    if ok {
+        Ok(())
+    } else {
+        Err(ToolError::invalid(field))
+    }
 }
 
 /// A machine name: 1..=max of `[a-z0-9_.-]`, starting with a letter or digit.
@@ -120,12 +124,20 @@ pub fn check_name(field: &str, value: &str, max_chars: usize) -> Result<(), Tool
         && value
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_.-".contains(&b));
-    if ok { Ok(()) } else { Err(ToolError::invalid(field)) }
+    if ok {
+        Ok(())
+    } else {
+        Err(ToolError::invalid(field))
+    }
 }
 
 /// A finite number.
 pub fn check_finite(field: &str, value: f64) -> Result<(), ToolError> {
-    if value.is_finite() { Ok(()) } else { Err(ToolError::invalid(field)) }
+    if value.is_finite() {
+        Ok(())
+    } else {
+        Err(ToolError::invalid(field))
+    }
 }
 
 /// An RFC 3339 timestamp.
@@ -183,18 +195,28 @@ mod tests {
     #[test]
     fn ranges_are_refused_not_clamped() {
         assert_eq!(
-            parse::<Sample>(&args(json!({"score": 6}))).unwrap_err().field.as_deref(),
+            parse::<Sample>(&args(json!({"score": 6})))
+                .unwrap_err()
+                .field
+                .as_deref(),
             Some("score")
         );
         assert_eq!(
-            parse::<Sample>(&args(json!({"score": 0}))).unwrap_err().field.as_deref(),
+            parse::<Sample>(&args(json!({"score": 0})))
+                .unwrap_err()
+                .field
+                .as_deref(),
             Some("score")
         );
         assert_eq!(
-            parse::<Sample>(&args(json!({"score": 300}))).unwrap_err().field.as_deref(),
+            parse::<Sample>(&args(json!({"score": 300})))
+                .unwrap_err()
+                .field
+                .as_deref(),
             Some("score")
         );
-        let err = parse::<Sample>(&args(json!({"score": 2, "comment": "x".repeat(11)}))).unwrap_err();
+        let err =
+            parse::<Sample>(&args(json!({"score": 2, "comment": "x".repeat(11)}))).unwrap_err();
         assert_eq!(err.field.as_deref(), Some("comment"));
         assert!(parse::<Sample>(&args(json!({"score": 5, "comment": "é".repeat(10)}))).is_ok());
     }

@@ -285,7 +285,11 @@ pub trait Ledger: Send + Sync + std::fmt::Debug {
 
     /// Reads a row; a row past `expires_at` that is `pending` or `approved` is first stored as
     /// `expired` (in the same transaction) and read as such.
-    async fn approval(&self, id: &str, now: DateTime<Utc>) -> Result<Option<ApprovalRow>, LedgerError>;
+    async fn approval(
+        &self,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<ApprovalRow>, LedgerError>;
 
     /// Most recent first (by `created_at`, then id), expired rows marked as in [`Ledger::approval`].
     async fn list_approvals(

@@ -85,7 +85,11 @@ pub trait WritePlanner: Send + Sync {
     fn entry(&self) -> &'static CatalogEntry;
     /// Runs the tool's own input rules, its plan and the outbound scan on `arguments`
     /// (which must not contain `approval_id`).
-    async fn check(&self, ctx: &CallContext, arguments: &Map<String, Value>) -> Result<CheckedPlan, ToolError>;
+    async fn check(
+        &self,
+        ctx: &CallContext,
+        arguments: &Map<String, Value>,
+    ) -> Result<CheckedPlan, ToolError>;
 }
 
 /// Adapter: serves an [`ExternalWriteTool`] through the pipeline.
@@ -125,7 +129,9 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
     async fn run(&self, ctx: &CallContext, mut arguments: Map<String, Value>) -> Reply {
         let approval_id = match arguments.remove(APPROVAL_ID_FIELD) {
             None | Some(Value::Null) => None,
-            Some(Value::String(id)) if input::check_id(APPROVAL_ID_FIELD, &id, 64).is_ok() => Some(id),
+            Some(Value::String(id)) if input::check_id(APPROVAL_ID_FIELD, &id, 64).is_ok() => {
+                Some(id)
+            }
             Some(_) => return Reply::of(Err(ToolError::invalid(APPROVAL_ID_FIELD))),
         };
         let reply = |result, dry_run| Reply {
@@ -140,7 +146,10 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
         };
 
         if !self.services.config.write_enabled {
-            return reply(self.dry_run(ctx, plan, &hash, approval_id.as_deref()).await, true);
+            return reply(
+                self.dry_run(ctx, plan, &hash, approval_id.as_deref()).await,
+                true,
+            );
         }
 
         let Some(id) = approval_id.as_deref() else {
@@ -162,7 +171,13 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
     ) -> Result<Value, ToolError> {
         let approval = match approval_id {
             None => Value::Null,
-            Some(id) => match self.services.ledger.approval(id, ctx.now).await.map_err(ledger_error)? {
+            Some(id) => match self
+                .services
+                .ledger
+                .approval(id, ctx.now)
+                .await
+                .map_err(ledger_error)?
+            {
                 None => json!({ "id": id, "status": "not_found", "matches": false }),
                 Some(row) => json!({
                     "id": id,
@@ -227,7 +242,10 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
                 code: e.code.as_str().to_owned(),
             },
         };
-        if let Err(err) = ledger.record_outcome(approval_id, &outcome, chrono::Utc::now()).await {
+        if let Err(err) = ledger
+            .record_outcome(approval_id, &outcome, chrono::Utc::now())
+            .await
+        {
             tracing::error!(approval_id, error = %err, "write outcome not recorded");
         }
         match applied {
@@ -283,7 +301,11 @@ impl<T: ExternalWriteTool> WritePlanner for ExternalWrite<T> {
     fn entry(&self) -> &'static CatalogEntry {
         ToolHandler::entry(self)
     }
-    async fn check(&self, ctx: &CallContext, arguments: &Map<String, Value>) -> Result<CheckedPlan, ToolError> {
+    async fn check(
+        &self,
+        ctx: &CallContext,
+        arguments: &Map<String, Value>,
+    ) -> Result<CheckedPlan, ToolError> {
         if arguments.contains_key(APPROVAL_ID_FIELD) {
             return Err(ToolError::invalid("arguments"));
         }

@@ -244,8 +244,9 @@ pub(crate) fn csat_distributions(
     let mut by_channel = std::collections::BTreeMap::<Channel, [u64; 5]>::new();
     for r in rows {
         let ch = channel(&r.channel)?;
-        let slot = usize::try_from(r.score - 1)
+        let slot = usize::try_from(r.score)
             .ok()
+            .and_then(|s| s.checked_sub(1))
             .filter(|i| *i < 5)
             .ok_or_else(|| corrupt("csat score"))?;
         if let Some(c) = by_channel.entry(ch).or_default().get_mut(slot) {

@@ -2,7 +2,9 @@
 //! created through `CARE_TEST_DATABASE_URL` and dropped with its guard, and a SQLite file in a
 //! temporary directory. Tests may run in parallel: every database has a random name.
 
+use std::net::TcpListener;
 use std::path::PathBuf;
+use std::process::Command;
 use std::str::FromStr;
 
 use sqlx::postgres::PgConnectOptions;
@@ -131,6 +133,140 @@ pub fn temp_sqlite() -> (String, tempfile::TempDir) {
     };
     let path: PathBuf = dir.path().join("ledger.db");
     (format!("sqlite://{}", path.display()), dir)
+}
+
+/// Where initdb and pg_ctl live; `CARE_TEST_PG_BIN` (or `PG_BIN`, set by `scripts/test`) overrides.
+const DEFAULT_PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+
+/// A throwaway Postgres cluster in a temporary directory, stopped when dropped: for tests
+/// that stop and restart the database under a running ledger. Panics on failure (test support).
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[derive(Debug)]
+pub struct ThrowawayCluster {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    port: u16,
+    /// Postgres refuses to run as root: run its tools as the `postgres` user then.
+    as_postgres: bool,
+}
+
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+impl ThrowawayCluster {
+    /// Creates (initdb) a stopped cluster on a free loopback port.
+    pub fn init() -> Self {
+        let bin = PathBuf::from(
+            std::env::var("CARE_TEST_PG_BIN")
+                .or_else(|_| std::env::var("PG_BIN"))
+                .unwrap_or_else(|_| DEFAULT_PG_BIN.to_owned()),
+        );
+        assert!(
+            bin.join("initdb").exists(),
+            "no initdb in {} (set CARE_TEST_PG_BIN)",
+            bin.display()
+        );
+        let uid = Command::new("id").arg("-u").output().unwrap();
+        let as_postgres = String::from_utf8_lossy(&uid.stdout).trim() == "0";
+        let dir = tempfile::tempdir().unwrap();
+        if as_postgres {
+            let st = Command::new("chown")
+                .arg("postgres:postgres")
+                .arg(dir.path())
+                .status();
+            assert!(
+                st.unwrap().success(),
+                "chown of the cluster directory failed"
+            );
+        }
+        // A free port now; nothing else on this machine should grab it in the next seconds.
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let cluster = Self {
+            dir,
+            bin,
+            port,
+            as_postgres,
+        };
+        let data = cluster.data();
+        cluster.run(
+            "initdb",
+            &[
+                "-D",
+                &data,
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--no-locale",
+            ],
+        );
+        cluster
+    }
+
+    fn data(&self) -> String {
+        self.dir.path().join("data").display().to_string()
+    }
+
+    /// The admin URL (trust auth, user postgres).
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    fn command(&self, tool: &str, args: &[&str]) -> Command {
+        let tool = self.bin.join(tool);
+        if self.as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(tool).args(args);
+            c
+        } else {
+            let mut c = Command::new(tool);
+            c.args(args);
+            c
+        }
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) {
+        let out = self.command(tool, args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{tool} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Starts the cluster and waits until it accepts connections.
+    pub fn start(&self) {
+        let dir = self.dir.path().display().to_string();
+        let opts = format!(
+            "-k {dir} -p {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            self.port
+        );
+        let log = format!("{dir}/postgres.log");
+        self.run(
+            "pg_ctl",
+            &["-D", &self.data(), "-l", &log, "-o", &opts, "-w", "start"],
+        );
+    }
+
+    /// Stops the cluster (fast shutdown) and waits.
+    pub fn stop(&self) {
+        self.run("pg_ctl", &["-D", &self.data(), "-m", "fast", "-w", "stop"]);
+    }
+}
+
+impl Drop for ThrowawayCluster {
+    fn drop(&mut self) {
+        let data = self.data();
+        let _ = self
+            .command("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"])
+            .output();
+    }
 }
 
 #[cfg(test)]

@@ -80,7 +80,9 @@ fn result_for(method: &str) -> &'static str {
             r#"{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"echo-responder","version":"0.0.0"}}"#
         }
         "tools/list" => r#"{"tools":[]}"#,
-        "tools/call" => r#"{"content":[{"type":"text","text":"{\"ok\":true,\"data\":{}}"}],"isError":false}"#,
+        "tools/call" => {
+            r#"{"content":[{"type":"text","text":"{\"ok\":true,\"data\":{}}"}],"isError":false}"#
+        }
         _ => "{}",
     }
 }

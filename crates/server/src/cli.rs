@@ -3,7 +3,11 @@
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "care-mcp", version, about = "Governed MCP server for customer care and operations")]
+#[command(
+    name = "care-mcp",
+    version,
+    about = "Governed MCP server for customer care and operations"
+)]
 pub struct Cli {
     /// The role to serve (lead, reviews, insight, community, mail, ops). Beats CARE_ROLE.
     #[arg(long, global = true)]

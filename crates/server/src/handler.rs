@@ -8,7 +8,8 @@ use care_core::gate::{Gate, GateAnswer};
 use care_core::tool::ToolHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -24,7 +25,9 @@ pub struct CareServer {
 
 impl std::fmt::Debug for CareServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CareServer").field("gate", &self.gate).finish()
+        f.debug_struct("CareServer")
+            .field("gate", &self.gate)
+            .finish()
     }
 }
 

@@ -24,10 +24,15 @@ pub struct StartError(pub String);
 pub fn resolve_role(flag: Option<&str>) -> Result<Role, StartError> {
     let from_env = std::env::var("CARE_ROLE").ok().filter(|v| !v.is_empty());
     let name = flag.map(str::to_owned).or(from_env).ok_or_else(|| {
-        StartError("no role given: pass --role <lead|reviews|insight|community|mail|ops> or set CARE_ROLE".into())
+        StartError(
+            "no role given: pass --role <lead|reviews|insight|community|mail|ops> or set CARE_ROLE"
+                .into(),
+        )
     })?;
     Role::parse(&name).ok_or_else(|| {
-        StartError("unknown role: expected one of lead, reviews, insight, community, mail, ops".into())
+        StartError(
+            "unknown role: expected one of lead, reviews, insight, community, mail, ops".into(),
+        )
     })
 }
 
@@ -50,7 +55,9 @@ fn sqlite_path(config: &Config) -> Option<PathBuf> {
     match config.database_url.as_deref() {
         None => Some(config.default_sqlite_path.clone()),
         Some(url) if url.starts_with("sqlite:") => {
-            let rest = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
+            let rest = url
+                .trim_start_matches("sqlite://")
+                .trim_start_matches("sqlite:");
             let path = rest.split('?').next().unwrap_or(rest);
             (!path.is_empty() && path != ":memory:").then(|| PathBuf::from(path))
         }

@@ -71,7 +71,11 @@ impl ExternalWriteTool for RecordingWrite {
     const NAME: &'static str = "asc_review_reply";
     const DESCRIPTION: &'static str = "test-only recording write";
 
-    async fn plan(&self, _ctx: &CallContext, args: ReplyArgs) -> Result<WritePlan<(String, String)>, ToolError> {
+    async fn plan(
+        &self,
+        _ctx: &CallContext,
+        args: ReplyArgs,
+    ) -> Result<WritePlan<(String, String)>, ToolError> {
         Ok(WritePlan {
             would_send: json!({"review_id": args.review_id, "body": args.body}),
             outbound_text: vec![args.body.clone()],
@@ -80,7 +84,11 @@ impl ExternalWriteTool for RecordingWrite {
         })
     }
 
-    async fn apply(&self, permit: WritePermit<'_>, payload: (String, String)) -> Result<Value, ToolError> {
+    async fn apply(
+        &self,
+        permit: WritePermit<'_>,
+        payload: (String, String),
+    ) -> Result<Value, ToolError> {
         let fail = std::mem::take(&mut *self.0.fail_next.lock().unwrap());
         self.0.sent.lock().unwrap().push(Sent {
             approval_id: permit.approval_id().to_owned(),
@@ -132,8 +140,14 @@ async fn harness(backend: &str, write_enabled: bool, approvers: &[&str]) -> Harn
     }
     let names: Vec<String> = env.keys().map(|k| (*k).to_owned()).collect();
     let config = Arc::new(Config::from_env(|k| env.get(k).cloned(), names).unwrap());
-    let ledger = care_ledger::connect(Some(&url), std::path::Path::new("/nonexistent")).await.unwrap();
-    let policy = ApprovalPolicy::new(config.approvers.clone(), config.server_key.clone(), config.approval_threshold);
+    let ledger = care_ledger::connect(Some(&url), std::path::Path::new("/nonexistent"))
+        .await
+        .unwrap();
+    let policy = ApprovalPolicy::new(
+        config.approvers.clone(),
+        config.server_key.clone(),
+        config.approval_threshold,
+    );
     let services = Arc::new(Services {
         policy: policy.clone(),
         scanner: OutboundScanner::new(config.own_secrets().to_vec()),
@@ -142,8 +156,12 @@ async fn harness(backend: &str, write_enabled: bool, approvers: &[&str]) -> Harn
         config,
     });
     let recorder = Arc::new(Recorder::default());
-    let write = Arc::new(ExternalWrite::new(RecordingWrite(Arc::clone(&recorder)), Arc::clone(&services)));
-    let mut handlers: Vec<Arc<dyn ToolHandler>> = ledger_tools(&services, vec![write.clone() as Arc<dyn WritePlanner>]);
+    let write = Arc::new(ExternalWrite::new(
+        RecordingWrite(Arc::clone(&recorder)),
+        Arc::clone(&services),
+    ));
+    let mut handlers: Vec<Arc<dyn ToolHandler>> =
+        ledger_tools(&services, vec![write.clone() as Arc<dyn WritePlanner>]);
     handlers.push(write);
     let registry = Registry::new(Role::Reviews, handlers).unwrap();
     Harness {
@@ -171,7 +189,10 @@ impl Harness {
             GateAnswer::Result { envelope, is_error } => {
                 assert_eq!(envelope["ok"], json!(!is_error));
                 if is_error {
-                    Err((envelope["error"]["code"].as_str().unwrap().to_owned(), envelope["error"].clone()))
+                    Err((
+                        envelope["error"]["code"].as_str().unwrap().to_owned(),
+                        envelope["error"].clone(),
+                    ))
                 } else {
                     Ok(envelope["data"].clone())
                 }
@@ -181,7 +202,10 @@ impl Harness {
 
     async fn request(&self, body: &str) -> String {
         let data = self
-            .call("approval_request", json!({"action": "asc_review_reply", "arguments": reply_args(body)}))
+            .call(
+                "approval_request",
+                json!({"action": "asc_review_reply", "arguments": reply_args(body)}),
+            )
             .await
             .unwrap();
         assert_eq!(data["status"], "pending");
@@ -190,7 +214,14 @@ impl Harness {
 
     async fn approve(&self, id: &str, secret: &str) -> Result<ApprovalStatus, DecisionRefused> {
         self.policy
-            .decide(self.ledger.as_ref(), id, &key(secret), Decision::Approve, "{\"evidence\":\"test\"}", Utc::now())
+            .decide(
+                self.ledger.as_ref(),
+                id,
+                &key(secret),
+                Decision::Approve,
+                "{\"evidence\":\"test\"}",
+                Utc::now(),
+            )
             .await
             .map(|row| row.status)
     }
@@ -206,7 +237,12 @@ impl Harness {
     }
 
     async fn status(&self, id: &str) -> ApprovalStatus {
-        self.ledger.approval(id, Utc::now()).await.unwrap().unwrap().status
+        self.ledger
+            .approval(id, Utc::now())
+            .await
+            .unwrap()
+            .unwrap()
+            .status
     }
 }
 
@@ -227,61 +263,107 @@ macro_rules! both_backends {
     };
 }
 
-both_backends!(dry_run_sends_nothing_and_consumes_nothing, |backend| async move {
-    let h = harness(backend, false, &[APPROVER_A]).await;
-    let id = h.request("Thanks for the review!").await;
-    assert_eq!(h.approve(&id, APPROVER_A).await.unwrap(), ApprovalStatus::Approved);
-    let data = h.send("Thanks for the review!", &id).await.unwrap();
-    assert_eq!(data["dry_run"], true);
-    assert_eq!(data["would_send"]["body"], "Thanks for the review!");
-    assert_eq!(data["approval"], json!({"id": id, "status": "approved", "matches": true}));
-    let expected_hash = canonical::payload_hash("asc_review_reply", reply_args("Thanks for the review!").as_object().unwrap());
-    assert_eq!(data["payload_hash"], expected_hash);
-    // Dry run without approval id still runs every check.
-    let data = h.call("asc_review_reply", reply_args("Other text")).await.unwrap();
-    assert_eq!(data["dry_run"], true);
-    assert_eq!(data["approval"], Value::Null);
-    assert!(h.sent().is_empty());
-    assert_eq!(h.status(&id).await, ApprovalStatus::Approved);
-});
-
-both_backends!(approved_write_is_sent_once_with_the_approved_body, |backend| async move {
-    let h = harness(backend, true, &[APPROVER_A]).await;
-    let body = "감사합니다! \u{200d} We fixed it in 2.3.";
-    let id = h.request(body).await;
-    assert_eq!(h.send(body, &id).await.unwrap_err().0, "APPROVAL_REQUIRED");
-    assert_eq!(h.call("asc_review_reply", reply_args(body)).await.unwrap_err().0, "APPROVAL_REQUIRED");
-    h.approve(&id, APPROVER_A).await.unwrap();
-    let data = h.send(body, &id).await.unwrap();
-    assert_eq!(data["dry_run"], false);
-    assert_eq!(data["approval"]["status"], "consumed");
-    assert_eq!(
-        h.sent(),
-        vec![Sent { approval_id: id.clone(), review_id: "rev-123".into(), body: body.into() }]
-    );
-    // Replay: refused, nothing sent again.
-    assert_eq!(h.send(body, &id).await.unwrap_err().0, "APPROVAL_CONSUMED");
-    assert_eq!(h.sent().len(), 1);
-    let row = h.ledger.approval(&id, Utc::now()).await.unwrap().unwrap();
-    assert_eq!(row.status, ApprovalStatus::Consumed);
-    assert_eq!(row.outcome, Some(WriteOutcome::Sent));
-});
-
-both_backends!(edited_body_after_approval_is_a_mismatch, |backend| async move {
-    let h = harness(backend, true, &[APPROVER_A]).await;
-    let id = h.request("We are sorry, a fix ships Monday.").await;
-    h.approve(&id, APPROVER_A).await.unwrap();
-    for edited in ["We are sorry, a fix ships Monday!", "We are sorry, a fix ships Monday. ", "Visit evil.example for a refund."] {
-        assert_eq!(h.send(edited, &id).await.unwrap_err().0, "APPROVAL_MISMATCH", "{edited}");
+both_backends!(
+    dry_run_sends_nothing_and_consumes_nothing,
+    |backend| async move {
+        let h = harness(backend, false, &[APPROVER_A]).await;
+        let id = h.request("Thanks for the review!").await;
+        assert_eq!(
+            h.approve(&id, APPROVER_A).await.unwrap(),
+            ApprovalStatus::Approved
+        );
+        let data = h.send("Thanks for the review!", &id).await.unwrap();
+        assert_eq!(data["dry_run"], true);
+        assert_eq!(data["would_send"]["body"], "Thanks for the review!");
+        assert_eq!(
+            data["approval"],
+            json!({"id": id, "status": "approved", "matches": true})
+        );
+        let expected_hash = canonical::payload_hash(
+            "asc_review_reply",
+            reply_args("Thanks for the review!").as_object().unwrap(),
+        );
+        assert_eq!(data["payload_hash"], expected_hash);
+        // Dry run without approval id still runs every check.
+        let data = h
+            .call("asc_review_reply", reply_args("Other text"))
+            .await
+            .unwrap();
+        assert_eq!(data["dry_run"], true);
+        assert_eq!(data["approval"], Value::Null);
+        assert!(h.sent().is_empty());
+        assert_eq!(h.status(&id).await, ApprovalStatus::Approved);
     }
-    // Another target with the same body is a mismatch too.
-    let other = json!({"review_id": "rev-999", "body": "We are sorry, a fix ships Monday.", "locale": "en-US", "approval_id": id});
-    assert_eq!(h.call("asc_review_reply", other).await.unwrap_err().0, "APPROVAL_MISMATCH");
-    assert!(h.sent().is_empty());
-    assert_eq!(h.status(&id).await, ApprovalStatus::Approved);
-    // The approved text still goes through afterwards.
-    assert!(h.send("We are sorry, a fix ships Monday.", &id).await.is_ok());
-});
+);
+
+both_backends!(
+    approved_write_is_sent_once_with_the_approved_body,
+    |backend| async move {
+        let h = harness(backend, true, &[APPROVER_A]).await;
+        let body = "감사합니다! \u{200d} We fixed it in 2.3.";
+        let id = h.request(body).await;
+        assert_eq!(h.send(body, &id).await.unwrap_err().0, "APPROVAL_REQUIRED");
+        assert_eq!(
+            h.call("asc_review_reply", reply_args(body))
+                .await
+                .unwrap_err()
+                .0,
+            "APPROVAL_REQUIRED"
+        );
+        h.approve(&id, APPROVER_A).await.unwrap();
+        let data = h.send(body, &id).await.unwrap();
+        assert_eq!(data["dry_run"], false);
+        assert_eq!(data["approval"]["status"], "consumed");
+        assert_eq!(
+            h.sent(),
+            vec![Sent {
+                approval_id: id.clone(),
+                review_id: "rev-123".into(),
+                body: body.into()
+            }]
+        );
+        // Replay: refused, nothing sent again.
+        assert_eq!(h.send(body, &id).await.unwrap_err().0, "APPROVAL_CONSUMED");
+        assert_eq!(h.sent().len(), 1);
+        let row = h.ledger.approval(&id, Utc::now()).await.unwrap().unwrap();
+        assert_eq!(row.status, ApprovalStatus::Consumed);
+        assert_eq!(row.outcome, Some(WriteOutcome::Sent));
+    }
+);
+
+both_backends!(
+    edited_body_after_approval_is_a_mismatch,
+    |backend| async move {
+        let h = harness(backend, true, &[APPROVER_A]).await;
+        let id = h.request("We are sorry, a fix ships Monday.").await;
+        h.approve(&id, APPROVER_A).await.unwrap();
+        for edited in [
+            "We are sorry, a fix ships Monday!",
+            "We are sorry, a fix ships Monday. ",
+            "Visit evil.example for a refund.",
+        ] {
+            assert_eq!(
+                h.send(edited, &id).await.unwrap_err().0,
+                "APPROVAL_MISMATCH",
+                "{edited}"
+            );
+        }
+        // Another target with the same body is a mismatch too.
+        let other = json!({"review_id": "rev-999", "body": "We are sorry, a fix ships Monday.", "locale": "en-US", "approval_id": id});
+        assert_eq!(
+            h.call("asc_review_reply", other).await.unwrap_err().0,
+            "APPROVAL_MISMATCH"
+        );
+        assert!(h.sent().is_empty());
+        assert_eq!(h.status(&id).await, ApprovalStatus::Approved);
+        // The approved text still goes through afterwards.
+        assert!(
+            h.send("We are sorry, a fix ships Monday.", &id)
+                .await
+                .is_ok()
+        );
+    }
+);
 
 both_backends!(rejection_expiry_and_other_action, |backend| async move {
     let h = harness(backend, true, &[APPROVER_A, APPROVER_B]).await;
@@ -289,10 +371,20 @@ both_backends!(rejection_expiry_and_other_action, |backend| async move {
     let id = h.request("Body one").await;
     h.approve(&id, APPROVER_A).await.unwrap();
     h.policy
-        .decide(h.ledger.as_ref(), &id, &key(APPROVER_B), Decision::Reject, "{}", Utc::now())
+        .decide(
+            h.ledger.as_ref(),
+            &id,
+            &key(APPROVER_B),
+            Decision::Reject,
+            "{}",
+            Utc::now(),
+        )
         .await
         .unwrap();
-    assert_eq!(h.send("Body one", &id).await.unwrap_err().0, "APPROVAL_REJECTED");
+    assert_eq!(
+        h.send("Body one", &id).await.unwrap_err().0,
+        "APPROVAL_REJECTED"
+    );
 
     // Expired: a row that runs out a moment after approval.
     let arguments = reply_args("Body two");
@@ -311,7 +403,10 @@ both_backends!(rejection_expiry_and_other_action, |backend| async move {
     h.ledger.create_approval(&expiring).await.unwrap();
     h.approve("apr_expiring_test", APPROVER_A).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
-    assert_eq!(h.send("Body two", "apr_expiring_test").await.unwrap_err().0, "APPROVAL_EXPIRED");
+    assert_eq!(
+        h.send("Body two", "apr_expiring_test").await.unwrap_err().0,
+        "APPROVAL_EXPIRED"
+    );
     assert_eq!(h.status("apr_expiring_test").await, ApprovalStatus::Expired);
 
     // An approval for another action never fits this one, even with the same arguments.
@@ -323,8 +418,20 @@ both_backends!(rejection_expiry_and_other_action, |backend| async move {
     other.expires_at = Utc::now() + Duration::hours(1);
     h.ledger.create_approval(&other).await.unwrap();
     h.approve("apr_other_action", APPROVER_A).await.unwrap();
-    assert_eq!(h.send("Body three", "apr_other_action").await.unwrap_err().0, "APPROVAL_MISMATCH");
-    assert_eq!(h.send("Body three", "apr_does_not_exist").await.unwrap_err().0, "NOT_FOUND");
+    assert_eq!(
+        h.send("Body three", "apr_other_action")
+            .await
+            .unwrap_err()
+            .0,
+        "APPROVAL_MISMATCH"
+    );
+    assert_eq!(
+        h.send("Body three", "apr_does_not_exist")
+            .await
+            .unwrap_err()
+            .0,
+        "NOT_FOUND"
+    );
     assert!(h.sent().is_empty());
 });
 
@@ -332,49 +439,74 @@ both_backends!(server_key_and_strangers_never_count, |backend| async move {
     // The server's own key is listed as an approver too: it still must not count.
     let h = harness(backend, true, &[APPROVER_A, SERVER]).await;
     let id = h.request("Body").await;
-    assert!(matches!(h.approve(&id, SERVER).await, Err(DecisionRefused::ServerKey)));
-    assert!(matches!(h.approve(&id, STRANGER).await, Err(DecisionRefused::NotAnApprover)));
+    assert!(matches!(
+        h.approve(&id, SERVER).await,
+        Err(DecisionRefused::ServerKey)
+    ));
+    assert!(matches!(
+        h.approve(&id, STRANGER).await,
+        Err(DecisionRefused::NotAnApprover)
+    ));
     assert_eq!(h.status(&id).await, ApprovalStatus::Pending);
-    assert_eq!(h.send("Body", &id).await.unwrap_err().0, "APPROVAL_REQUIRED");
+    assert_eq!(
+        h.send("Body", &id).await.unwrap_err().0,
+        "APPROVAL_REQUIRED"
+    );
     assert!(h.ledger.decisions(&id).await.unwrap().is_empty());
     assert!(h.sent().is_empty());
 });
 
-both_backends!(secrets_are_blocked_even_when_approved, |backend| async move {
-    let h = harness(backend, true, &[APPROVER_A]).await;
-    let token = format!("{}{}", "ghp_", "x".repeat(36));
-    let leaking = [format!("Here is our key {token}"), format!("db: {DB_PASSWORD}")];
-    for body in &leaking {
-        // approval_request runs the same scan: nothing to approve.
-        let err = h
-            .call("approval_request", json!({"action": "asc_review_reply", "arguments": reply_args(body)}))
-            .await
-            .unwrap_err();
-        assert_eq!(err.0, "OUTBOUND_BLOCKED");
-        // A row approved behind the tool's back (e.g. written to the database directly).
-        let arguments = reply_args(body);
-        let now = Utc::now();
-        let id = format!("apr_leak_{}", body.len());
-        h.ledger
-            .create_approval(&NewApproval {
-                id: id.clone(),
-                action: "asc_review_reply".into(),
-                arguments_json: canonical::encode_string(&arguments),
-                payload_hash: canonical::payload_hash("asc_review_reply", arguments.as_object().unwrap()),
-                requested_by_role: "reviews".into(),
-                requested_by_client: "x".into(),
-                reason: None,
-                created_at: now,
-                expires_at: now + Duration::hours(1),
-            })
-            .await
-            .unwrap();
-        h.approve(&id, APPROVER_A).await.unwrap();
-        assert_eq!(h.send(body, &id).await.unwrap_err().0, "OUTBOUND_BLOCKED");
-        assert_eq!(h.status(&id).await, ApprovalStatus::Approved, "a blocked write consumes nothing");
+both_backends!(
+    secrets_are_blocked_even_when_approved,
+    |backend| async move {
+        let h = harness(backend, true, &[APPROVER_A]).await;
+        let token = format!("{}{}", "ghp_", "x".repeat(36));
+        let leaking = [
+            format!("Here is our key {token}"),
+            format!("db: {DB_PASSWORD}"),
+        ];
+        for body in &leaking {
+            // approval_request runs the same scan: nothing to approve.
+            let err = h
+                .call(
+                    "approval_request",
+                    json!({"action": "asc_review_reply", "arguments": reply_args(body)}),
+                )
+                .await
+                .unwrap_err();
+            assert_eq!(err.0, "OUTBOUND_BLOCKED");
+            // A row approved behind the tool's back (e.g. written to the database directly).
+            let arguments = reply_args(body);
+            let now = Utc::now();
+            let id = format!("apr_leak_{}", body.len());
+            h.ledger
+                .create_approval(&NewApproval {
+                    id: id.clone(),
+                    action: "asc_review_reply".into(),
+                    arguments_json: canonical::encode_string(&arguments),
+                    payload_hash: canonical::payload_hash(
+                        "asc_review_reply",
+                        arguments.as_object().unwrap(),
+                    ),
+                    requested_by_role: "reviews".into(),
+                    requested_by_client: "x".into(),
+                    reason: None,
+                    created_at: now,
+                    expires_at: now + Duration::hours(1),
+                })
+                .await
+                .unwrap();
+            h.approve(&id, APPROVER_A).await.unwrap();
+            assert_eq!(h.send(body, &id).await.unwrap_err().0, "OUTBOUND_BLOCKED");
+            assert_eq!(
+                h.status(&id).await,
+                ApprovalStatus::Approved,
+                "a blocked write consumes nothing"
+            );
+        }
+        assert!(h.sent().is_empty());
     }
-    assert!(h.sent().is_empty());
-});
+);
 
 both_backends!(failed_delivery_never_sends_twice, |backend| async move {
     let h = harness(backend, true, &[APPROVER_A]).await;
@@ -384,45 +516,96 @@ both_backends!(failed_delivery_never_sends_twice, |backend| async move {
     let (code, error) = h.send("Body", &id).await.unwrap_err();
     assert_eq!(code, "WRITE_FAILED");
     assert_eq!(error["cause"], "UPSTREAM_UNAVAILABLE");
-    assert!(error["message"].as_str().unwrap().contains("request a new one"));
-    assert_eq!(h.send("Body", &id).await.unwrap_err().0, "APPROVAL_CONSUMED");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("request a new one")
+    );
+    assert_eq!(
+        h.send("Body", &id).await.unwrap_err().0,
+        "APPROVAL_CONSUMED"
+    );
     assert_eq!(h.sent().len(), 1, "exactly one delivery attempt");
     let row = h.ledger.approval(&id, Utc::now()).await.unwrap().unwrap();
-    assert_eq!(row.outcome, Some(WriteOutcome::Failed { code: "UPSTREAM_UNAVAILABLE".into() }));
+    assert_eq!(
+        row.outcome,
+        Some(WriteOutcome::Failed {
+            code: "UPSTREAM_UNAVAILABLE".into()
+        })
+    );
 });
 
-both_backends!(approval_request_checks_with_the_write_tools_rules, |backend| async move {
-    let h = harness(backend, true, &[APPROVER_A]).await;
-    let cases = [
-        (json!({"action": "asc_review_reply", "arguments": {"review_id": "rev-1", "body": "", "locale": "en"}}), "arguments.body"),
-        (json!({"action": "asc_review_reply", "arguments": {"review_id": "rev-1", "body": "x".repeat(20_001), "locale": "en"}}), "arguments.body"),
-        (json!({"action": "asc_review_reply", "arguments": {"review_id": "rev-1", "body": "hi", "locale": "en", "approval_id": "apr_x"}}), "arguments"),
-        (json!({"action": "mail_send", "arguments": {}}), "action"),
-        (json!({"action": "asc_review_reply", "arguments": reply_args("hi"), "ttl_minutes": 0}), "ttl_minutes"),
-        (json!({"action": "asc_review_reply", "arguments": reply_args("hi"), "ttl_minutes": 10_081}), "ttl_minutes"),
-    ];
-    for (arguments, field) in cases {
-        let (code, error) = h.call("approval_request", arguments).await.unwrap_err();
-        assert_eq!((code.as_str(), error["field"].as_str()), ("INVALID_INPUT", Some(field)));
-    }
-    let max = h
+both_backends!(
+    approval_request_checks_with_the_write_tools_rules,
+    |backend| async move {
+        let h = harness(backend, true, &[APPROVER_A]).await;
+        let cases = [
+            (
+                json!({"action": "asc_review_reply", "arguments": {"review_id": "rev-1", "body": "", "locale": "en"}}),
+                "arguments.body",
+            ),
+            (
+                json!({"action": "asc_review_reply", "arguments": {"review_id": "rev-1", "body": "x".repeat(20_001), "locale": "en"}}),
+                "arguments.body",
+            ),
+            (
+                json!({"action": "asc_review_reply", "arguments": {"review_id": "rev-1", "body": "hi", "locale": "en", "approval_id": "apr_x"}}),
+                "arguments",
+            ),
+            (json!({"action": "mail_send", "arguments": {}}), "action"),
+            (
+                json!({"action": "asc_review_reply", "arguments": reply_args("hi"), "ttl_minutes": 0}),
+                "ttl_minutes",
+            ),
+            (
+                json!({"action": "asc_review_reply", "arguments": reply_args("hi"), "ttl_minutes": 10_081}),
+                "ttl_minutes",
+            ),
+        ];
+        for (arguments, field) in cases {
+            let (code, error) = h.call("approval_request", arguments).await.unwrap_err();
+            assert_eq!(
+                (code.as_str(), error["field"].as_str()),
+                ("INVALID_INPUT", Some(field))
+            );
+        }
+        let max = h
         .call("approval_request", json!({"action": "asc_review_reply", "arguments": reply_args("hi"), "ttl_minutes": 10_080}))
         .await
         .unwrap();
-    let expires = chrono::DateTime::parse_from_rfc3339(max["expires_at"].as_str().unwrap()).unwrap();
-    let days = (expires.with_timezone(&Utc) - Utc::now()).num_hours();
-    assert!((167..=168).contains(&days), "{days}");
-    assert_eq!(h.ledger.list_approvals(None, 100, Utc::now()).await.unwrap().len(), 1);
-});
+        let expires =
+            chrono::DateTime::parse_from_rfc3339(max["expires_at"].as_str().unwrap()).unwrap();
+        let days = (expires.with_timezone(&Utc) - Utc::now()).num_hours();
+        assert!((167..=168).contains(&days), "{days}");
+        assert_eq!(
+            h.ledger
+                .list_approvals(None, 100, Utc::now())
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+);
 
 both_backends!(no_approvers_means_no_row, |backend| async move {
     let h = harness(backend, true, &[]).await;
     let (code, _) = h
-        .call("approval_request", json!({"action": "asc_review_reply", "arguments": reply_args("hi")}))
+        .call(
+            "approval_request",
+            json!({"action": "asc_review_reply", "arguments": reply_args("hi")}),
+        )
         .await
         .unwrap_err();
     assert_eq!(code, "APPROVAL_REQUIRED");
-    assert!(h.ledger.list_approvals(None, 100, Utc::now()).await.unwrap().is_empty());
+    assert!(
+        h.ledger
+            .list_approvals(None, 100, Utc::now())
+            .await
+            .unwrap()
+            .is_empty()
+    );
 });
 
 /// An external write fails closed: with the audit table gone, nothing is consumed or sent.
@@ -432,17 +615,27 @@ async fn write_is_refused_when_its_audit_row_cannot_be_written() {
     let id = h.request("Body").await;
     h.approve(&id, APPROVER_A).await.unwrap();
     let path = h.url.trim_start_matches("sqlite://");
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{path}")).await.unwrap();
-    let tables: Vec<(String,)> = sqlx::query_as("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%audit%'")
-        .fetch_all(&pool)
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{path}"))
         .await
         .unwrap();
+    let tables: Vec<(String,)> = sqlx::query_as(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%audit%'",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
     assert!(!tables.is_empty(), "audit table not found");
     for (table,) in tables {
-        sqlx::query(sqlx::AssertSqlSafe(format!("DROP TABLE \"{table}\""))).execute(&pool).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!("DROP TABLE \"{table}\"")))
+            .execute(&pool)
+            .await
+            .unwrap();
     }
     pool.close().await;
-    assert_eq!(h.send("Body", &id).await.unwrap_err().0, "LEDGER_UNAVAILABLE");
+    assert_eq!(
+        h.send("Body", &id).await.unwrap_err().0,
+        "LEDGER_UNAVAILABLE"
+    );
     assert!(h.sent().is_empty());
     assert_eq!(h.status(&id).await, ApprovalStatus::Approved);
 }
@@ -452,7 +645,10 @@ async fn write_is_refused_when_its_audit_row_cannot_be_written() {
 async fn approval_status_is_scoped_to_the_requesting_role() {
     let h = harness("sqlite", true, &[APPROVER_A]).await;
     let id = h.request("Body").await;
-    let data = h.call("approval_status", json!({"approval_id": id})).await.unwrap();
+    let data = h
+        .call("approval_status", json!({"approval_id": id}))
+        .await
+        .unwrap();
     assert_eq!(data["status"], "pending");
     h.ledger
         .create_approval(&NewApproval {
@@ -468,5 +664,11 @@ async fn approval_status_is_scoped_to_the_requesting_role() {
         })
         .await
         .unwrap();
-    assert_eq!(h.call("approval_status", json!({"approval_id": "apr_of_mail"})).await.unwrap_err().0, "NOT_FOUND");
+    assert_eq!(
+        h.call("approval_status", json!({"approval_id": "apr_of_mail"}))
+            .await
+            .unwrap_err()
+            .0,
+        "NOT_FOUND"
+    );
 }

@@ -222,7 +222,8 @@ impl ReadTool for ApprovalList {
             .iter()
             .map(|row| {
                 let mut v = status_json(row);
-                let arguments: Value = serde_json::from_str(&row.arguments_json).unwrap_or(Value::Null);
+                let arguments: Value =
+                    serde_json::from_str(&row.arguments_json).unwrap_or(Value::Null);
                 if let Value::Object(map) = &mut v {
                     map.insert("requested_by_role".into(), json!(row.requested_by_role));
                     map.insert("arguments".into(), fence_strings(&arguments));

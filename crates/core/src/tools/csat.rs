@@ -58,7 +58,11 @@ impl LedgerWriteTool for CsatRecord {
             recorded_at: ctx.now,
             recorded_by_role: ctx.role.as_str().to_owned(),
         };
-        self.0.ledger.record_csat(&entry).await.map_err(ledger_error)?;
+        self.0
+            .ledger
+            .record_csat(&entry)
+            .await
+            .map_err(ledger_error)?;
         Ok(json!({
             "recorded": {
                 "channel": entry.channel,
@@ -95,10 +99,15 @@ impl Validate for CsatSummaryArgs {
 /// Count, mean and the 1..=5 distribution of a set of scores.
 pub fn summarise(counts: &[u64; 5]) -> Value {
     let count: u64 = counts.iter().sum();
-    let total: u64 = counts.iter().enumerate().map(|(i, n)| (i as u64 + 1) * n).sum();
+    let total: u64 = counts
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (i as u64 + 1) * n)
+        .sum();
     let mean = (count > 0).then(|| round2(total as f64 / count as f64));
     // CSAT in the usual sense: share of 4 and 5 scores.
-    let satisfied_pct = (count > 0).then(|| round2((counts[3] + counts[4]) as f64 / count as f64 * 100.0));
+    let satisfied_pct =
+        (count > 0).then(|| round2((counts[3] + counts[4]) as f64 / count as f64 * 100.0));
     json!({
         "count": count,
         "mean": mean,

@@ -80,7 +80,11 @@ impl LedgerWriteTool for KpiRecord {
             recorded_at: at,
             recorded_by_role: ctx.role.as_str().to_owned(),
         };
-        self.0.ledger.record_kpi(&entry).await.map_err(ledger_error)?;
+        self.0
+            .ledger
+            .record_kpi(&entry)
+            .await
+            .map_err(ledger_error)?;
         Ok(json!({
             "recorded": {
                 "metric": entry.metric,
@@ -126,7 +130,11 @@ pub fn attainment(latest: &KpiEntry) -> (Option<f64>, &'static str) {
         return (None, "no_target");
     };
     let pct = (target != 0.0).then(|| round2(latest.value / target * 100.0));
-    let status = match (latest.higher_is_better, latest.value >= target, latest.value <= target) {
+    let status = match (
+        latest.higher_is_better,
+        latest.value >= target,
+        latest.value <= target,
+    ) {
         (true, true, _) | (false, _, true) => "on_target",
         (true, false, _) => "under_target",
         (false, _, false) => "over_target",
@@ -190,11 +198,26 @@ mod tests {
 
     #[test]
     fn attainment_matches_the_issue_example() {
-        assert_eq!(attainment(&entry(4.2, Some(4.5), true)), (Some(93.33), "under_target"));
-        assert_eq!(attainment(&entry(4.5, Some(4.5), true)), (Some(100.0), "on_target"));
-        assert_eq!(attainment(&entry(6.0, Some(4.0), false)), (Some(150.0), "over_target"));
-        assert_eq!(attainment(&entry(3.0, Some(4.0), false)), (Some(75.0), "on_target"));
+        assert_eq!(
+            attainment(&entry(4.2, Some(4.5), true)),
+            (Some(93.33), "under_target")
+        );
+        assert_eq!(
+            attainment(&entry(4.5, Some(4.5), true)),
+            (Some(100.0), "on_target")
+        );
+        assert_eq!(
+            attainment(&entry(6.0, Some(4.0), false)),
+            (Some(150.0), "over_target")
+        );
+        assert_eq!(
+            attainment(&entry(3.0, Some(4.0), false)),
+            (Some(75.0), "on_target")
+        );
         assert_eq!(attainment(&entry(3.0, None, true)), (None, "no_target"));
-        assert_eq!(attainment(&entry(3.0, Some(0.0), true)), (None, "on_target"));
+        assert_eq!(
+            attainment(&entry(3.0, Some(0.0), true)),
+            (None, "on_target")
+        );
     }
 }

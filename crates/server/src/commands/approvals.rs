@@ -20,7 +20,9 @@ pub async fn run(action: ApprovalsCommand) -> Result<ExitCode, StartError> {
             let status = match status.as_deref() {
                 None => None,
                 Some(s) => Some(ApprovalStatus::parse(s).ok_or_else(|| {
-                    StartError("--status must be pending, approved, rejected, expired or consumed".into())
+                    StartError(
+                        "--status must be pending, approved, rejected, expired or consumed".into(),
+                    )
                 })?),
             };
             if !(1..=1000).contains(&limit) {
@@ -59,7 +61,11 @@ pub async fn run(action: ApprovalsCommand) -> Result<ExitCode, StartError> {
             out.push_str(&format!("id:            {}\n", row.id));
             out.push_str(&format!("action:        {}\n", row.action));
             out.push_str(&format!("status:        {}\n", row.status.as_str()));
-            out.push_str(&format!("requested by:  {} ({})\n", row.requested_by_role, escape_for_display(&row.requested_by_client)));
+            out.push_str(&format!(
+                "requested by:  {} ({})\n",
+                row.requested_by_role,
+                escape_for_display(&row.requested_by_client)
+            ));
             out.push_str(&format!("created:       {}\n", row.created_at.to_rfc3339()));
             out.push_str(&format!("expires:       {}\n", row.expires_at.to_rfc3339()));
             out.push_str(&format!("payload hash:  {}\n", row.payload_hash));
@@ -70,7 +76,10 @@ pub async fn run(action: ApprovalsCommand) -> Result<ExitCode, StartError> {
             if let Some(card) = &row.card_event_id {
                 out.push_str(&format!("card event:    {card}\n"));
             }
-            out.push_str(&format!("arguments:     {}\n", escape_for_display(&row.arguments_json)));
+            out.push_str(&format!(
+                "arguments:     {}\n",
+                escape_for_display(&row.arguments_json)
+            ));
             out.push_str(&format!("decisions:     {}\n", decisions.len()));
             for d in &decisions {
                 out.push_str(&format!(

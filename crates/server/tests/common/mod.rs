@@ -145,7 +145,7 @@ fn wait_with_deadline(child: &mut Child) -> ExitStatus {
     }
 }
 
-fn collect_stderr(stderr: impl Read + Send + 'static) -> JoinHandle<String> {
+fn collect_text(stderr: impl Read + Send + 'static) -> JoinHandle<String> {
     std::thread::spawn(move || {
         let mut text = String::new();
         let mut reader = BufReader::new(stderr);
@@ -182,7 +182,10 @@ impl Finished {
             let v: Value = serde_json::from_str(line)
                 .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
             assert!(v.is_object(), "stdout line is not a JSON object: {line:?}");
-            assert_eq!(v["jsonrpc"], "2.0", "stdout line is not JSON-RPC 2.0: {line:?}");
+            assert_eq!(
+                v["jsonrpc"], "2.0",
+                "stdout line is not JSON-RPC 2.0: {line:?}"
+            );
         }
     }
 
@@ -205,8 +208,8 @@ pub fn run_once(cmd: &mut Command, input: Option<&str>) -> Finished {
         let _ = stdin.write_all(text.as_bytes());
     }
     drop(stdin);
-    let stdout = collect_stderr(child.stdout.take().expect("stdout"));
-    let stderr = collect_stderr(child.stderr.take().expect("stderr"));
+    let stdout = collect_text(child.stdout.take().expect("stdout"));
+    let stderr = collect_text(child.stderr.take().expect("stderr"));
     let status = wait_with_deadline(&mut child);
     let stdout = stdout.join().expect("stdout reader");
     Finished {
@@ -244,7 +247,7 @@ impl Session {
                 }
             }
         });
-        let stderr_reader = collect_stderr(child.stderr.take().expect("stderr"));
+        let stderr_reader = collect_text(child.stderr.take().expect("stderr"));
         Session {
             child,
             stdin,
@@ -352,7 +355,9 @@ impl Session {
             .as_array()
             .unwrap_or_else(|| panic!("tools/list answered no tools array: {response}"));
         assert!(
-            response["result"].get("nextCursor").is_none_or(Value::is_null),
+            response["result"]
+                .get("nextCursor")
+                .is_none_or(Value::is_null),
             "tools/list is paginated: {response}"
         );
         tools.clone()
@@ -462,7 +467,10 @@ pub fn check_result_shape(result: &Value) -> Value {
     let ok = structured["ok"]
         .as_bool()
         .unwrap_or_else(|| panic!("envelope has no boolean ok: {structured}"));
-    let is_error = object.get("isError").and_then(Value::as_bool).unwrap_or(false);
+    let is_error = object
+        .get("isError")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     assert_eq!(is_error, !ok, "isError disagrees with ok: {result}");
     let keys: BTreeSet<&str> = structured
         .as_object()
@@ -481,7 +489,10 @@ pub fn check_result_shape(result: &Value) -> Value {
                 "error carries an unexpected key {key:?}: {structured}"
             );
         }
-        assert!(error["code"].is_string() && error["message"].is_string(), "{structured}");
+        assert!(
+            error["code"].is_string() && error["message"].is_string(),
+            "{structured}"
+        );
     }
     structured
 }
@@ -499,7 +510,11 @@ pub fn fixed_message(code: &str) -> &'static str {
 pub fn assert_invalid(error: &Map<String, Value>, field: &str) {
     assert_eq!(error["code"], "INVALID_INPUT", "{error:?}");
     assert_eq!(error["field"], field, "{error:?}");
-    assert_eq!(error["message"], fixed_message("INVALID_INPUT"), "{error:?}");
+    assert_eq!(
+        error["message"],
+        fixed_message("INVALID_INPUT"),
+        "{error:?}"
+    );
 }
 
 /// Asserts an error of `code` with its fixed message.
