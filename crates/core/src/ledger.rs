@@ -302,6 +302,12 @@ pub trait Ledger: Send + Sync + std::fmt::Debug {
     /// Stores the card event id on the row (the chat channel's message id).
     async fn set_card_event(&self, id: &str, event_id: &str) -> Result<(), LedgerError>;
 
+    /// The approval whose card is the chat event `event_id`, if any.
+    async fn approval_id_by_card_event(
+        &self,
+        event_id: &str,
+    ) -> Result<Option<String>, LedgerError>;
+
     /// Deletes a `pending` row that was never shown to anyone (card not delivered).
     async fn discard_pending(&self, id: &str) -> Result<(), LedgerError>;
 

@@ -11,6 +11,7 @@
 //! - [`outbound`]: the secret scan every external write passes.
 //! - [`ledger`]: the ledger trait and its row types (implemented by `care-ledger`).
 //! - [`approvals`]: approver keys and the decision policy in front of the ledger.
+//! - [`channel`]: the approval channel trait (cards out, signed decisions in).
 //! - [`tool`]: read / ledger-write / external-write tool traits and the registry.
 //! - [`pipeline`]: the one path an external write can take.
 //! - [`gate`]: the call path every `tools/call` takes (lookup, panic containment, audit).
@@ -21,6 +22,7 @@ pub mod approvals;
 pub mod audit;
 pub mod canonical;
 pub mod catalog;
+pub mod channel;
 pub mod config;
 pub mod envelope;
 pub mod error;

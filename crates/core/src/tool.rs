@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use crate::approvals::ApprovalPolicy;
 use crate::audit::Auditor;
 use crate::catalog::{self, CatalogEntry, Role, ToolKind};
+use crate::channel::ApprovalChannel;
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
 use crate::input::{self, Validate};
@@ -35,6 +36,33 @@ pub struct Services {
     pub policy: ApprovalPolicy,
     pub scanner: OutboundScanner,
     pub auditor: Auditor,
+    /// Where approval cards go; `None` only in-process (tests) — roles that hold
+    /// `approval_request` refuse to start without one.
+    pub channel: Option<Arc<dyn ApprovalChannel>>,
+}
+
+impl Services {
+    /// Services from a parsed config: approval policy, outbound scanner (with the config's own
+    /// secrets) and auditor (keyed by `audit_salt`); no approval channel.
+    pub fn new(config: Arc<Config>, ledger: Arc<dyn Ledger>, audit_salt: &[u8]) -> Self {
+        Services {
+            policy: ApprovalPolicy::new(
+                config.approvers.clone(),
+                config.server_key.clone(),
+                config.approval_threshold,
+            ),
+            scanner: OutboundScanner::new(config.own_secrets().to_vec()),
+            auditor: Auditor::new(Arc::clone(&ledger), audit_salt),
+            ledger,
+            config,
+            channel: None,
+        }
+    }
+
+    pub fn with_channel(mut self, channel: Arc<dyn ApprovalChannel>) -> Self {
+        self.channel = Some(channel);
+        self
+    }
 }
 
 impl std::fmt::Debug for Services {

@@ -163,6 +163,18 @@ impl Ledger for PostgresLedger {
         Ok(())
     }
 
+    async fn approval_id_by_card_event(
+        &self,
+        event_id: &str,
+    ) -> Result<Option<String>, LedgerError> {
+        let id: Option<(String,)> = sqlx::query_as(sql::APPROVAL_BY_CARD_EVENT)
+            .bind(event_id)
+            .fetch_optional(self.ready().await?)
+            .await
+            .map_err(db)?;
+        Ok(id.map(|(id,)| id))
+    }
+
     async fn discard_pending(&self, id: &str) -> Result<(), LedgerError> {
         let done = sqlx::query(sql::DISCARD_PENDING)
             .bind(id)

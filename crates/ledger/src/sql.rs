@@ -48,6 +48,8 @@ pub(crate) const LIST_APPROVALS: &str = concat!(
      ORDER BY created_at DESC, id DESC LIMIT $2"
 );
 
+pub(crate) const APPROVAL_BY_CARD_EVENT: &str = "SELECT id FROM approvals WHERE card_event_id = $1";
+
 pub(crate) const SET_CARD_EVENT: &str = "UPDATE approvals SET card_event_id = $2 WHERE id = $1";
 
 /// Decisions go with the row (ON DELETE CASCADE).

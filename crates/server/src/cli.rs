@@ -43,6 +43,6 @@ pub enum ApprovalsCommand {
     Show { id: String },
 }
 
-pub fn parse() -> Cli {
-    Cli::parse()
+pub fn parse() -> Result<Cli, clap::Error> {
+    Cli::try_parse()
 }

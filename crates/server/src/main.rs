@@ -11,8 +11,19 @@ mod startup;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = cli::parse();
     logging::init();
+    let cli = match cli::parse() {
+        Ok(cli) => cli,
+        // --help and --version are not errors: clap prints them on stdout as asked.
+        Err(err) if !err.use_stderr() => {
+            let _ = err.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(err) => {
+            tracing::error!(target: "care_mcp::start", "{}", err.render().to_string().trim());
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -4,13 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use care_core::approvals::ApprovalPolicy;
-use care_core::audit::Auditor;
 use care_core::catalog::{self, Domain, Role};
 use care_core::config::Config;
 use care_core::gate::Gate;
 use care_core::ledger::Ledger;
-use care_core::outbound::OutboundScanner;
 use care_core::pipeline::WritePlanner;
 use care_core::tool::{Registry, Services, ToolHandler};
 use care_core::tools::ledger_tools;
@@ -130,17 +127,7 @@ pub async fn build_gate(role: Role) -> Result<Gate, StartError> {
     let config = Arc::new(load_config()?);
     let ledger = open_ledger(&config).await?;
     let salt = audit_salt(&config);
-    let services = Arc::new(Services {
-        policy: ApprovalPolicy::new(
-            config.approvers.clone(),
-            config.server_key.clone(),
-            config.approval_threshold,
-        ),
-        scanner: OutboundScanner::new(config.own_secrets().to_vec()),
-        auditor: Auditor::new(Arc::clone(&ledger), &salt),
-        ledger,
-        config,
-    });
+    let services = Arc::new(Services::new(config, ledger, &salt));
 
     // Domain issues add their clients here, each behind `catalog::role_needs`, so a role never
     // constructs (or reads credentials for) a domain it holds no tool of.

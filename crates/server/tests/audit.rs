@@ -15,15 +15,8 @@ const TICKET: &str = "T-SECRET-9931";
 const DISTINCTIVE: [&str; 3] = [METRIC, COMMENT, TICKET];
 
 fn read_audit(sandbox: &Sandbox) -> Vec<AuditRecord> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let url = sandbox.database_url();
-        let ledger = care_ledger::connect(Some(&url), &sandbox.db_path())
-            .await
-            .expect("open the ledger");
+    common::block_on(async {
+        let ledger = common::open_ledger(sandbox).await;
         let mut rows = ledger.recent_audit(1000).await.expect("read the audit");
         // Newest first from the ledger; the tests read them in call order.
         rows.reverse();

@@ -10,13 +10,19 @@ use common::{Sandbox, Session};
 use serde_json::json;
 
 fn record(session: &mut Session, value: f64) -> serde_json::Value {
-    session.call_envelope("kpi_record", json!({"metric": "outage_check", "value": value}))
+    session.call_envelope(
+        "kpi_record",
+        json!({"metric": "outage_check", "value": value}),
+    )
 }
 
 fn assert_ledger_unavailable(session: &mut Session, value: f64) {
     let envelope = record(session, value);
     assert_eq!(envelope["ok"], false, "{envelope}");
-    assert_eq!(envelope["error"]["code"], "LEDGER_UNAVAILABLE", "{envelope}");
+    assert_eq!(
+        envelope["error"]["code"], "LEDGER_UNAVAILABLE",
+        "{envelope}"
+    );
 }
 
 #[test]
@@ -33,17 +39,28 @@ fn session_survives_postgres_down_at_start_and_mid_session() {
     assert_ledger_unavailable(&mut session, 1.0);
 
     cluster.start();
-    assert_eq!(record(&mut session, 2.0)["ok"], true, "no recovery after start");
+    assert_eq!(
+        record(&mut session, 2.0)["ok"],
+        true,
+        "no recovery after start"
+    );
 
     cluster.stop();
     assert_ledger_unavailable(&mut session, 3.0);
 
     cluster.start();
-    assert_eq!(record(&mut session, 4.0)["ok"], true, "no recovery after restart");
+    assert_eq!(
+        record(&mut session, 4.0)["ok"],
+        true,
+        "no recovery after restart"
+    );
     let report = session.call_ok("kpi_report", json!({"metric": "outage_check"}));
     let metrics = report["metrics"].as_array().unwrap();
     assert_eq!(metrics.len(), 1);
-    assert_eq!(metrics[0]["count"], 2, "exactly the two calls made while up were stored");
+    assert_eq!(
+        metrics[0]["count"], 2,
+        "exactly the two calls made while up were stored"
+    );
     assert_eq!(metrics[0]["latest"]["value"], 4.0);
 
     let finished = session.finish();

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use care_core::approvals::{ApprovalPolicy, ApproverKey, DecisionRefused};
-use care_core::audit::Auditor;
 use care_core::canonical;
 use care_core::catalog::Role;
 use care_core::config::Config;
@@ -15,7 +14,6 @@ use care_core::error::{ErrorCode, ToolError};
 use care_core::gate::{Gate, GateAnswer};
 use care_core::input::{self, Validate};
 use care_core::ledger::{ApprovalStatus, Decision, Ledger, NewApproval, WriteOutcome};
-use care_core::outbound::OutboundScanner;
 use care_core::pipeline::{ExternalWrite, ExternalWriteTool, WritePermit, WritePlan, WritePlanner};
 use care_core::tool::{CallContext, Registry, Services, ToolHandler};
 use care_core::tools::ledger_tools;
@@ -143,18 +141,12 @@ async fn harness(backend: &str, write_enabled: bool, approvers: &[&str]) -> Harn
     let ledger = care_ledger::connect(Some(&url), std::path::Path::new("/nonexistent"))
         .await
         .unwrap();
-    let policy = ApprovalPolicy::new(
-        config.approvers.clone(),
-        config.server_key.clone(),
-        config.approval_threshold,
-    );
-    let services = Arc::new(Services {
-        policy: policy.clone(),
-        scanner: OutboundScanner::new(config.own_secrets().to_vec()),
-        auditor: Auditor::new(Arc::clone(&ledger), b"sk-demo-audit-salt-0001"),
-        ledger: Arc::clone(&ledger),
+    let services = Arc::new(Services::new(
         config,
-    });
+        Arc::clone(&ledger),
+        b"sk-demo-audit-salt-0001",
+    ));
+    let policy = services.policy.clone();
     let recorder = Arc::new(Recorder::default());
     let write = Arc::new(ExternalWrite::new(
         RecordingWrite(Arc::clone(&recorder)),

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::canonical;
+use crate::channel::ApprovalCard;
 use crate::config::{DEFAULT_APPROVAL_TTL_MINUTES, MAX_APPROVAL_TTL_MINUTES};
 use crate::error::{ErrorCode, ToolError};
 use crate::fence::fence;
@@ -100,17 +101,49 @@ impl LedgerWriteTool for ApprovalRequest {
             created_at: ctx.now,
             expires_at: ctx.now + Duration::minutes(i64::from(ttl)),
         };
-        let row = self
-            .services
-            .ledger
-            .create_approval(&new)
-            .await
-            .map_err(ledger_error)?;
+        let ledger = &self.services.ledger;
+        // The card is signed first so the row names it before anyone can react to it.
+        let signed = match &self.services.channel {
+            None => None,
+            Some(channel) => {
+                let card = ApprovalCard {
+                    approval_id: new.id.clone(),
+                    action: new.action.clone(),
+                    summary: plan.summary.clone(),
+                    reason: new.reason.clone(),
+                    payload_hash: new.payload_hash.clone(),
+                    requested_by_role: new.requested_by_role.clone(),
+                    created_at: new.created_at,
+                    expires_at: new.expires_at,
+                };
+                let signed = channel
+                    .sign_card(&card)
+                    .map_err(|e| ToolError::new(ErrorCode::Internal).with_detail(e.to_string()))?;
+                Some((Arc::clone(channel), signed))
+            }
+        };
+        let row = ledger.create_approval(&new).await.map_err(ledger_error)?;
+        if let Some((channel, signed)) = &signed {
+            let shown = match ledger.set_card_event(&row.id, &signed.event_id).await {
+                Ok(()) => channel.publish_card(signed).await.map_err(|e| {
+                    ToolError::new(ErrorCode::UpstreamUnavailable).with_detail(e.to_string())
+                }),
+                Err(e) => Err(ledger_error(e)),
+            };
+            if let Err(err) = shown {
+                // Nobody saw it: leave no row that could be approved unseen.
+                if let Err(e) = ledger.discard_pending(&row.id).await {
+                    tracing::error!(approval_id = %row.id, error = %e, "unshown approval not discarded");
+                }
+                return Err(err);
+            }
+        }
         Ok(json!({
             "approval_id": row.id,
             "status": row.status.as_str(),
             "payload_hash": row.payload_hash,
             "expires_at": row.expires_at.to_rfc3339(),
+            "card_event_id": signed.as_ref().map(|(_, s)| s.event_id.clone()),
             "summary": plan.summary,
         }))
     }
@@ -154,15 +187,35 @@ impl ReadTool for ApprovalStatusTool {
     const DESCRIPTION: &'static str = "Read the state of an approval this role requested: pending, approved, rejected, expired or consumed (and the write's outcome once consumed).";
 
     async fn run(&self, ctx: &CallContext, args: ApprovalStatusArgs) -> Result<Value, ToolError> {
-        let row = self
-            .0
-            .ledger
-            .approval(&args.approval_id, ctx.now)
-            .await
-            .map_err(ledger_error)?
-            // Another role's approval does not exist for this role.
-            .filter(|row| row.requested_by_role == ctx.role.as_str())
+        let read = || async {
+            self.0
+                .ledger
+                .approval(&args.approval_id, ctx.now)
+                .await
+                .map_err(ledger_error)
+                .map(|row| {
+                    // Another role's approval does not exist for this role.
+                    row.filter(|row| row.requested_by_role == ctx.role.as_str())
+                })
+        };
+        let mut row = read()
+            .await?
             .ok_or_else(|| ToolError::new(ErrorCode::NotFound))?;
+        if let (Some(channel), Some(card), ApprovalStatus::Pending | ApprovalStatus::Approved) =
+            (&self.0.channel, row.card_event_id.as_deref(), row.status)
+        {
+            // Normally a ledger read; while the live subscription is down, fetch on read.
+            match channel.sync_if_degraded(&row.id, card).await {
+                Ok(()) => {
+                    row = read()
+                        .await?
+                        .ok_or_else(|| ToolError::new(ErrorCode::NotFound))?;
+                }
+                Err(e) => {
+                    tracing::warn!(approval_id = %row.id, error = %e, "approval channel sync failed")
+                }
+            }
+        }
         Ok(status_json(&row))
     }
 }

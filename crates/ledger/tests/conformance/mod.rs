@@ -83,6 +83,17 @@ pub async fn case_card_event(l: &dyn Ledger) {
     l.set_card_event("c1", "evt-123").await.unwrap();
     let row = l.approval("c1", at(1)).await.unwrap().unwrap();
     assert_eq!(row.card_event_id.as_deref(), Some("evt-123"));
+    assert_eq!(
+        l.approval_id_by_card_event("evt-123")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("c1")
+    );
+    assert_eq!(
+        l.approval_id_by_card_event("evt-other").await.unwrap(),
+        None
+    );
     assert!(matches!(
         l.set_card_event("nope", "e").await,
         Err(LedgerError::NotFound)

@@ -522,3 +522,20 @@ pub fn assert_code(error: &Map<String, Value>, code: &str) {
     assert_eq!(error["code"], code, "{error:?}");
     assert_eq!(error["message"], fixed_message(code), "{error:?}");
 }
+
+/// Runs a future to completion on a fresh current-thread runtime (for direct ledger access).
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+        .block_on(future)
+}
+
+/// The sandbox's ledger, opened the way the binary opens it.
+pub async fn open_ledger(sandbox: &Sandbox) -> std::sync::Arc<dyn care_core::ledger::Ledger> {
+    let url = sandbox.database_url();
+    care_ledger::connect(Some(&url), &sandbox.db_path())
+        .await
+        .expect("open the ledger")
+}
