@@ -7,6 +7,7 @@ mod commands;
 mod handler;
 mod logging;
 mod startup;
+mod stdio;
 
 use std::process::ExitCode;
 

@@ -58,8 +58,11 @@ fn stdout_stays_the_protocol_through_bad_input_and_a_panic() {
     let response = session.call("no_such_tool_xyz", json!({}));
     assert!(response.get("error").is_some(), "{response}");
 
-    // A malformed line, then a nonexistent method.
+    // A malformed line gets the JSON-RPC parse error (never silence), then a nonexistent method.
     session.send_line("{not json");
+    let parse_error = session.wait_for_line(|v| v["error"]["code"] == -32700);
+    assert_eq!(parse_error["id"], serde_json::Value::Null, "{parse_error}");
+    assert!(!parse_error.to_string().contains("not json"));
     let response = session.request("no/such_method", json!({}));
     assert_eq!(response["error"]["code"], -32601, "{response}");
 

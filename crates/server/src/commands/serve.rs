@@ -7,19 +7,25 @@ use rmcp::ServiceExt;
 
 use crate::handler::CareServer;
 use crate::startup::{StartError, build_gate};
+use crate::stdio;
 
 pub async fn run(role: Role) -> Result<ExitCode, StartError> {
     let gate = build_gate(role).await?;
     tracing::info!(role = %role, tools = gate.registry().tools().len(), ledger = gate.services().ledger.backend(), "serving on stdio");
     let server = CareServer::new(gate);
-    let running = match server.serve(rmcp::transport::stdio_pipes()).await {
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let pipes = stdio::filtered(stdin, stdout);
+    let running = match server.serve((pipes.to_rmcp, pipes.from_rmcp)).await {
         Ok(running) => running,
         Err(err) => {
             tracing::error!(error = %err, "MCP session did not start");
             return Ok(ExitCode::from(1));
         }
     };
-    match running.waiting().await {
+    let ended = running.waiting().await;
+    // Everything rmcp wrote reaches stdout before the process exits.
+    let _ = pipes.writer.await;
+    match ended {
         Ok(reason) => {
             tracing::info!(reason = ?reason, "session ended");
             Ok(ExitCode::SUCCESS)

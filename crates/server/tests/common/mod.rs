@@ -348,6 +348,30 @@ impl Session {
         }
     }
 
+    /// Reads stdout lines (keeping all of them) until one satisfies `wanted`.
+    pub fn wait_for_line(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + TIMEOUT;
+        let mut seen = 0;
+        loop {
+            for line in &self.stdout_lines[seen..] {
+                if let Ok(v) = serde_json::from_str::<Value>(line)
+                    && wanted(&v)
+                {
+                    return v;
+                }
+            }
+            seen = self.stdout_lines.len();
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.stdout_lines.push(line),
+                Err(_) => panic!(
+                    "wanted line not seen within {TIMEOUT:?}; stdout: {:#?}",
+                    self.stdout_lines
+                ),
+            }
+        }
+    }
+
     /// The `tools/list` result's tools.
     pub fn list_tools(&mut self) -> Vec<Value> {
         let response = self.request("tools/list", json!({}));
