@@ -47,6 +47,10 @@ pub struct Config {
     pub nostr_secret_key: Option<String>,
     /// The public half of `nostr_secret_key`.
     pub server_key: Option<ApproverKey>,
+    /// `CARE_NOSTR_RELAYS`: `ws://` or `wss://` relay URLs, separated by commas or whitespace.
+    pub nostr_relays: Vec<String>,
+    /// `CARE_APPROVAL_CHANNEL`: the NIP-29 group id approval cards are posted to (`h` tag).
+    pub approval_channel: Option<String>,
     /// `CARE_AUDIT_SALT`: HMAC key of the audit digests.
     pub audit_salt: Option<String>,
     /// `CARE_CLIENT_ID`: the label this process's calls are audited under (default `stdio`).
@@ -67,6 +71,8 @@ impl std::fmt::Debug for Config {
             .field("approvers", &self.approvers.len())
             .field("approval_threshold", &self.approval_threshold)
             .field("server_key", &self.server_key)
+            .field("nostr_relays", &self.nostr_relays.len())
+            .field("approval_channel", &self.approval_channel)
             .field("client_id", &self.client_id)
             .field("sla_targets", &self.sla_targets)
             .finish_non_exhaustive()
@@ -158,6 +164,34 @@ impl Config {
             }
         };
 
+        let mut nostr_relays: Vec<String> = Vec::new();
+        if let Some(list) = non_empty("CARE_NOSTR_RELAYS") {
+            for (i, item) in list
+                .split(|c: char| c == ',' || c.is_whitespace())
+                .filter(|s| !s.is_empty())
+                .enumerate()
+            {
+                if !is_relay_url(item) {
+                    problems.push(format!(
+                        "CARE_NOSTR_RELAYS entry {} is not a ws:// or wss:// URL with a host",
+                        i + 1
+                    ));
+                } else if !nostr_relays.iter().any(|r| r == item) {
+                    nostr_relays.push(item.to_owned());
+                }
+            }
+        }
+
+        let approval_channel = non_empty("CARE_APPROVAL_CHANNEL").map(|v| v.trim().to_owned());
+        if let Some(group) = &approval_channel
+            && !is_group_id(group)
+        {
+            problems.push(
+                "CARE_APPROVAL_CHANNEL must be a NIP-29 group id: 1 to 64 characters of [a-z0-9-_]"
+                    .into(),
+            );
+        }
+
         let approvers_excluding_server = approvers
             .iter()
             .filter(|a| Some(*a) != server_key.as_ref())
@@ -243,6 +277,8 @@ impl Config {
             approval_threshold,
             nostr_secret_key,
             server_key,
+            nostr_relays,
+            approval_channel,
             audit_salt,
             client_id,
             sla_targets,
@@ -263,6 +299,26 @@ impl Config {
     pub fn own_secrets(&self) -> &[String] {
         &self.own_secrets
     }
+}
+
+/// A relay URL: `ws://` or `wss://`, then a non-empty host, no whitespace or fragment.
+fn is_relay_url(text: &str) -> bool {
+    let rest = text
+        .strip_prefix("wss://")
+        .or_else(|| text.strip_prefix("ws://"));
+    let Some(rest) = rest else { return false };
+    let host = rest.split(['/', '?']).next().unwrap_or("");
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    let name = host.rsplit_once(':').map_or(host, |(name, _)| name);
+    !name.is_empty() && !text.contains('#') && text.chars().all(|c| c.is_ascii_graphic())
+}
+
+/// A NIP-29 group id as this server accepts it: `[a-z0-9-_]{1,64}`.
+fn is_group_id(text: &str) -> bool {
+    (1..=64).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
 }
 
 /// `$XDG_STATE_HOME/care-mcp`, else `$HOME/.local/state/care-mcp`, else `./.care-mcp`.
@@ -404,6 +460,52 @@ mod tests {
         assert_eq!(c.sla_targets.hours(Channel::AppStore), 24);
         assert!(config(&[("CARE_SLA_TARGETS", "mail=0")]).is_err());
         assert!(config(&[("CARE_SLA_TARGETS", "phone=3")]).is_err());
+    }
+
+    #[test]
+    fn nostr_relays_and_channel_parse() {
+        let c = config(&[
+            (
+                "CARE_NOSTR_RELAYS",
+                "wss://relay.example.org, ws://127.0.0.1:7777/ wss://relay.example.org",
+            ),
+            ("CARE_APPROVAL_CHANNEL", "care-approvals_1"),
+        ])
+        .unwrap();
+        assert_eq!(
+            c.nostr_relays,
+            ["wss://relay.example.org", "ws://127.0.0.1:7777/"]
+        );
+        assert_eq!(c.approval_channel.as_deref(), Some("care-approvals_1"));
+        let defaults = config(&[]).unwrap();
+        assert!(defaults.nostr_relays.is_empty());
+        assert!(defaults.approval_channel.is_none());
+    }
+
+    #[test]
+    fn bad_relays_and_channel_are_refused_without_values() {
+        for relays in [
+            "https://relay.example.org",
+            "ws://",
+            "ws://:7777",
+            "relay.example.org",
+            "wss://relay.example.org#sk-demo",
+        ] {
+            let errs = config(&[("CARE_NOSTR_RELAYS", relays)]).err().unwrap();
+            assert_eq!(errs.len(), 1, "{relays}: {errs:?}");
+            assert!(!errs[0].contains("sk-demo") && !errs[0].contains("example"));
+        }
+        for group in [
+            "Care",
+            "care approvals",
+            "caré",
+            &"a".repeat(65),
+            "sk-demo/x",
+        ] {
+            let errs = config(&[("CARE_APPROVAL_CHANNEL", group)]).err().unwrap();
+            assert_eq!(errs.len(), 1, "{group}: {errs:?}");
+            assert!(!errs[0].contains("sk-demo"));
+        }
     }
 
     #[test]

@@ -279,6 +279,10 @@ pub trait Ledger: Send + Sync + std::fmt::Debug {
     /// Cheap liveness probe; also (re)applies migrations if the ledger was down at start.
     async fn ping(&self) -> Result<(), LedgerError>;
 
+    /// Closes the connections (at the end of a session): SQLite then checkpoints its WAL so
+    /// the next process does not start by recovering it.
+    async fn close(&self) {}
+
     // --- approvals -----------------------------------------------------------------------
 
     async fn create_approval(&self, new: &NewApproval) -> Result<ApprovalRow, LedgerError>;

@@ -217,7 +217,7 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
         };
         self.services
             .auditor
-            .record(&intent)
+            .record_now(&intent)
             .await
             .map_err(ledger_error)?;
 

@@ -22,11 +22,46 @@ pub enum Command {
     Serve,
     /// Print the role's tool manifest (names, kind, capability labels, annotations) as JSON.
     Tools,
-    /// Inspect the approval ledger.
+    /// Inspect the approval ledger; approve or reject as an approver; verify evidence.
     Approvals {
         #[command(subcommand)]
         action: ApprovalsCommand,
     },
+    /// Nostr keys for approvers and for the server.
+    Keys {
+        #[command(subcommand)]
+        action: KeysCommand,
+    },
+    /// The product on this machine with no accounts: in-process relay, App Store Connect fake,
+    /// throwaway keys, SQLite ledger, and an MCP client configuration for every role.
+    #[cfg(feature = "sandbox")]
+    Sandbox {
+        /// Where keys, ledger and configuration live (default: the state dir's sandbox/;
+        /// with --demo: a fresh temporary directory).
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+        /// Run the scripted walk-through as an MCP client and exit 0 only if every step passes.
+        #[arg(long)]
+        demo: bool,
+        #[command(subcommand)]
+        action: Option<SandboxCommand>,
+    },
+}
+
+#[cfg(feature = "sandbox")]
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// List what the sandbox's App Store Connect fake received.
+    ShowSent {
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Print a new keypair: nsec (secret), npub and hex public key.
+    Generate,
 }
 
 #[derive(Debug, Subcommand)]
@@ -41,6 +76,22 @@ pub enum ApprovalsCommand {
     },
     /// One approval with its decisions.
     Show { id: String },
+    /// Approve: sign and publish the reaction a Nostr app would (`+` on the card).
+    Approve {
+        id: String,
+        /// File holding the approver's secret key (nsec or hex, one line, mode 600).
+        #[arg(long)]
+        key_file: std::path::PathBuf,
+    },
+    /// Reject: sign and publish a `-` reaction on the card.
+    Reject {
+        id: String,
+        /// File holding the approver's secret key (nsec or hex, one line, mode 600).
+        #[arg(long)]
+        key_file: std::path::PathBuf,
+    },
+    /// Re-verify every stored decision's signed evidence offline; exits 1 if any fails.
+    Verify { id: String },
 }
 
 pub fn parse() -> Result<Cli, clap::Error> {

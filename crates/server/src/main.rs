@@ -2,10 +2,13 @@
 //!
 //! stdout carries only JSON-RPC while serving; everything else goes to stderr as JSON lines.
 
+mod approval_channel;
 mod cli;
 mod commands;
 mod handler;
 mod logging;
+#[cfg(feature = "sandbox")]
+mod sandbox;
 mod startup;
 mod stdio;
 
@@ -25,8 +28,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: a stdio session is one client whose requests arrive in sequence, and every
+    // hand-off between worker threads costs a cross-CPU wake-up (measured in bench/).
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {

@@ -127,12 +127,21 @@ pub async fn build_gate(role: Role) -> Result<Gate, StartError> {
     let config = Arc::new(load_config()?);
     let ledger = open_ledger(&config).await?;
     let salt = audit_salt(&config);
-    let services = Arc::new(Services::new(config, ledger, &salt));
+    let services = Services::new(config, ledger, &salt);
+    // --- approval channel (issue 3) ---
+    let services = Arc::new(crate::approval_channel::attach(role, services).await?);
+    // --- end approval channel ---
 
     // Domain issues add their clients here, each behind `catalog::role_needs`, so a role never
     // constructs (or reads credentials for) a domain it holds no tool of.
-    let planners: Vec<Arc<dyn WritePlanner>> = Vec::new();
+    let mut planners: Vec<Arc<dyn WritePlanner>> = Vec::new();
     let mut handlers: Vec<Arc<dyn ToolHandler>> = Vec::new();
+    // --- App Store Connect (issue 4) ---
+    if catalog::role_needs(role, Domain::AppStoreConnect) {
+        care_domains::asc::register(role, &services, &mut handlers, &mut planners)
+            .map_err(|e| StartError(e.to_string()))?;
+    }
+    // --- end App Store Connect ---
     if catalog::role_needs(role, Domain::Ledger) || catalog::role_needs(role, Domain::Approvals) {
         handlers.extend(ledger_tools(&services, planners));
     }

@@ -134,16 +134,12 @@ fn sla_targets_come_from_configuration() {
 }
 
 fn reply_arguments() -> Value {
-    json!({"review_id": "rev-123", "body": "Thank you for the review.", "locale": "en"})
+    // A review of the App Store Connect fake's demo seed (see `common::Sandbox`).
+    json!({"review_id": "rev-en-001", "body": "Thank you for the review, a dark mode is on our list.", "locale": "en-US"})
 }
 
 /// With no approvers configured, a request for the role's external write is APPROVAL_REQUIRED.
-///
-/// Ignored until the first external-write tool is implemented: `approval_request` checks the
-/// action against the process's write planners first, and none exists yet, so every action is
-/// INVALID_INPUT `action` before the approver check can answer.
 #[test]
-#[ignore = "unreachable until asc_review_reply (a write planner) is implemented"]
 fn approval_request_without_approvers_is_approval_required() {
     let sandbox = Sandbox::new();
     let mut session = Session::start(sandbox.serve_command("reviews"));
@@ -162,12 +158,12 @@ fn approval_request_refuses_what_the_role_cannot_write() {
     cmd.env("CARE_APPROVERS", APPROVER_HEX);
     let mut session = Session::start(cmd);
 
-    // The role's own write is not implemented in this issue: not available.
+    // The role's own write is checked with the write tool's own rules.
     let e = session.call_err(
         "approval_request",
-        json!({"action": "asc_review_reply", "arguments": reply_arguments()}),
+        json!({"action": "asc_review_reply", "arguments": {"review_id": "rev-en-001", "body": "", "locale": "en-US"}}),
     );
-    assert_invalid(&e, "action");
+    assert_invalid(&e, "arguments.body");
     // Another role's write.
     let e = session.call_err(
         "approval_request",

@@ -1,16 +1,28 @@
 //! `care-mcp approvals list|show ID`: the approval ledger for operators, agent-written text
-//! shown escaped so a crafted body cannot drive the terminal.
+//! shown escaped so a crafted body cannot drive the terminal (approve, reject and verify: see
+//! `decide`).
 
 use std::process::ExitCode;
 
 use care_core::fence::escape_for_display;
-use care_core::ledger::{ApprovalRow, ApprovalStatus};
+use care_core::ledger::{ApprovalRow, ApprovalStatus, Decision};
 use chrono::Utc;
 
 use crate::cli::ApprovalsCommand;
 use crate::startup::{StartError, load_config, open_ledger};
 
 pub async fn run(action: ApprovalsCommand) -> Result<ExitCode, StartError> {
+    // Approvers' commands (Nostr) live in `decide`; the ledger views stay here.
+    match &action {
+        ApprovalsCommand::Approve { id, key_file } => {
+            return super::decide::run(id, key_file, Decision::Approve).await;
+        }
+        ApprovalsCommand::Reject { id, key_file } => {
+            return super::decide::run(id, key_file, Decision::Reject).await;
+        }
+        ApprovalsCommand::Verify { id } => return super::decide::verify(id).await,
+        ApprovalsCommand::List { .. } | ApprovalsCommand::Show { .. } => {}
+    }
     let config = load_config()?;
     let ledger = open_ledger(&config).await?;
     let now = Utc::now();
@@ -90,6 +102,9 @@ pub async fn run(action: ApprovalsCommand) -> Result<ExitCode, StartError> {
                 ));
             }
         }
+        ApprovalsCommand::Approve { .. }
+        | ApprovalsCommand::Reject { .. }
+        | ApprovalsCommand::Verify { .. } => {}
     }
     #[allow(clippy::print_stdout)]
     {

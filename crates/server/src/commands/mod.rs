@@ -1,6 +1,10 @@
 //! Dispatch of the command line: serving, the tool manifest, the operators' ledger views.
 
 mod approvals;
+mod decide;
+mod keys;
+#[cfg(feature = "sandbox")]
+mod sandbox;
 mod serve;
 mod tools;
 
@@ -23,6 +27,14 @@ pub async fn run(cli: Cli) -> ExitCode {
             Err(e) => Err(e),
         },
         Command::Approvals { action } => approvals::run(action).await,
+        Command::Keys { action } => keys::run(action),
+        #[cfg(feature = "sandbox")]
+        Command::Sandbox { dir, demo, action } => match action {
+            Some(crate::cli::SandboxCommand::ShowSent { dir: sent_dir }) => {
+                sandbox::run_show_sent(sent_dir.or(dir))
+            }
+            None => sandbox::run(dir, demo).await,
+        },
     };
     match result {
         Ok(code) => code,

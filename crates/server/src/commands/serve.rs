@@ -12,6 +12,8 @@ use crate::stdio;
 pub async fn run(role: Role) -> Result<ExitCode, StartError> {
     let gate = build_gate(role).await?;
     tracing::info!(role = %role, tools = gate.registry().tools().len(), ledger = gate.services().ledger.backend(), "serving on stdio");
+    let auditor = gate.services().auditor.clone();
+    let ledger = std::sync::Arc::clone(&gate.services().ledger);
     let server = CareServer::new(gate);
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let pipes = stdio::filtered(stdin, stdout);
@@ -23,8 +25,10 @@ pub async fn run(role: Role) -> Result<ExitCode, StartError> {
         }
     };
     let ended = running.waiting().await;
-    // Everything rmcp wrote reaches stdout before the process exits.
+    // Everything rmcp wrote reaches stdout, and every audit row the ledger, before exit.
     let _ = pipes.writer.await;
+    auditor.flush().await;
+    ledger.close().await;
     match ended {
         Ok(reason) => {
             tracing::info!(reason = ?reason, "session ended");

@@ -21,8 +21,15 @@ pub const TIMEOUT: Duration = Duration::from_secs(20);
 /// The protocol version the tests negotiate.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 
-/// The tools implemented in this issue; the catalog holds 31, the others come with their domains.
-pub const IMPLEMENTED: [&str; 8] = [
+/// The tools implemented so far; the catalog holds 31, the others come with their domains.
+pub const IMPLEMENTED: [&str; 15] = [
+    "asc_apps_list",
+    "asc_reviews_list",
+    "asc_review_get",
+    "asc_review_response_get",
+    "asc_ratings_summary",
+    "asc_reviews_unanswered",
+    "asc_review_reply",
     "kpi_record",
     "kpi_report",
     "csat_record",
@@ -53,7 +60,14 @@ pub const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 #[derive(Debug)]
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
+    /// The verifying App Store Connect fake the roles holding ASC tools are pointed at.
+    pub asc: care_fakes::asc::FakeAsc,
+    /// The server's Nostr secret key (hex), generated for this sandbox.
+    pub nostr_secret: String,
 }
+
+/// A relay URL nothing answers on (the discard port).
+pub const UNREACHABLE_RELAY: &str = "ws://127.0.0.1:9";
 
 impl Default for Sandbox {
     fn default() -> Self {
@@ -63,16 +77,39 @@ impl Default for Sandbox {
 
 impl Sandbox {
     pub fn new() -> Self {
-        Sandbox {
-            dir: tempfile::tempdir().expect("temp dir"),
-        }
+        Sandbox::with_dir(tempfile::tempdir().expect("temp dir"))
     }
 
     /// A sandbox inside the cargo target dir (same filesystem as the binary: hard links work).
     pub fn in_target() -> Self {
+        Sandbox::with_dir(tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir"))
+    }
+
+    /// Starts the App Store Connect fake (demo seed) and writes its throwaway `.p8` here.
+    fn with_dir(dir: tempfile::TempDir) -> Self {
+        let asc = care_fakes::asc::FakeAsc::start(care_fakes::asc::demo_seed()).expect("ASC fake");
+        asc.key().write_p8(dir.path()).expect("write the .p8");
+        // 32 random bytes are a valid secp256k1 secret but with negligible probability.
+        let nostr_secret = hex::encode(rand::random::<[u8; 32]>());
         Sandbox {
-            dir: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir"),
+            dir,
+            asc,
+            nostr_secret,
         }
+    }
+
+    /// The `CARE_ASC_*` variables pointing at [`Sandbox::asc`] (the demo's two in-scope apps).
+    pub fn asc_env(&self) -> Vec<(String, String)> {
+        let key_file = self
+            .path()
+            .join(format!("AuthKey_{}.p8", self.asc.key().key_id));
+        self.asc.env(
+            &key_file,
+            &[
+                care_fakes::asc::DEMO_APP_ID,
+                care_fakes::asc::DEMO_PRO_APP_ID,
+            ],
+        )
     }
 
     pub fn path(&self) -> &Path {
@@ -87,15 +124,29 @@ impl Sandbox {
         format!("sqlite://{}", self.db_path().display())
     }
 
-    /// `program` with a clean environment: PATH, HOME=<tmp>, DATABASE_URL=<tmp>/ledger.db.
+    /// `program` with a clean environment: PATH, HOME=<tmp>, DATABASE_URL=<tmp>/ledger.db, and
+    /// the `CARE_ASC_*` of the sandbox's App Store Connect fake.
     pub fn command_for(&self, program: &Path) -> Command {
         let mut cmd = Command::new(program);
         cmd.env_clear()
             .env("PATH", CHILD_PATH)
             .env("HOME", self.path())
             .env("DATABASE_URL", self.database_url())
+            .envs(self.asc_env())
+            .envs(self.nostr_env())
             .current_dir(self.path());
         cmd
+    }
+
+    /// The Nostr variables roles holding `approval_request` need to start: a server key made
+    /// for this sandbox, a relay nobody listens on (cards cannot be shown: UPSTREAM_UNAVAILABLE;
+    /// tests that need a relay override `CARE_NOSTR_RELAYS`), and a group id.
+    pub fn nostr_env(&self) -> Vec<(String, String)> {
+        vec![
+            ("CARE_NOSTR_SECRET_KEY".into(), self.nostr_secret.clone()),
+            ("CARE_NOSTR_RELAYS".into(), UNREACHABLE_RELAY.into()),
+            ("CARE_APPROVAL_CHANNEL".into(), "care-tests".into()),
+        ]
     }
 
     /// The binary under test with a clean environment.

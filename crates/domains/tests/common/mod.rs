@@ -1,0 +1,209 @@
+//! The App Store Connect domain in process against the verifying fake over real HTTP: a fake
+//! with the demo seed, its throwaway `.p8` in a temp dir, a temp SQLite ledger, and the
+//! seven tools plus the ledger tools behind a real `Gate`.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use care_core::approvals::ApproverKey;
+use care_core::catalog::Role;
+use care_core::config::Config;
+use care_core::gate::{Gate, GateAnswer};
+use care_core::ledger::{Decision, Ledger};
+use care_core::pipeline::WritePlanner;
+use care_core::tool::{Registry, Services, ToolHandler};
+use care_core::tools::ledger_tools;
+use care_domains::asc::{self, AscConfig};
+use care_fakes::asc::{DEMO_APP_ID, DEMO_PRO_APP_ID, FakeAsc, Seed, demo_seed};
+use chrono::Utc;
+use serde_json::{Map, Value, json};
+
+/// A throwaway approver secret (no one's key).
+pub const APPROVER: &str = "1111111111111111111111111111111111111111111111111111111111111111";
+const SERVER: &str = "3333333333333333333333333333333333333333333333333333333333333333";
+
+pub struct Harness {
+    pub fake: FakeAsc,
+    pub gate: Gate,
+    pub ledger: Arc<dyn Ledger>,
+    pub services: Arc<Services>,
+    pub config: AscConfig,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+pub struct Options {
+    pub role: Role,
+    pub write_enabled: bool,
+    pub seed: Seed,
+    pub extra_env: Vec<(&'static str, String)>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            role: Role::Reviews,
+            write_enabled: false,
+            seed: demo_seed(),
+            extra_env: Vec::new(),
+        }
+    }
+}
+
+pub async fn harness(options: Options) -> Harness {
+    let fake = FakeAsc::start(options.seed).unwrap();
+    let key_dir = tempfile::tempdir().unwrap();
+    let key_file = fake.key().write_p8(key_dir.path()).unwrap();
+    let mut env: HashMap<String, String> = fake
+        .env(&key_file, &[DEMO_APP_ID, DEMO_PRO_APP_ID])
+        .into_iter()
+        .collect();
+    for (k, v) in options.extra_env {
+        env.insert(k.to_owned(), v);
+    }
+    let config = AscConfig::from_env(|k| env.get(k).cloned()).unwrap();
+
+    let (url, db_dir) = care_ledger::test_support::temp_sqlite();
+    let approver = ApproverKey::of_secret(APPROVER).unwrap();
+    let mut core_env: HashMap<&str, String> = HashMap::from([
+        ("DATABASE_URL", url.clone()),
+        ("CARE_APPROVERS", approver.hex().to_owned()),
+        ("CARE_NOSTR_SECRET_KEY", SERVER.to_owned()),
+        ("CARE_AUDIT_SALT", "sk-demo-audit-salt-asc-0001".to_owned()),
+        ("CARE_CLIENT_ID", "asc-test".to_owned()),
+    ]);
+    if options.write_enabled {
+        core_env.insert("CARE_WRITE_ENABLED", "1".to_owned());
+    }
+    let names: Vec<String> = core_env.keys().map(|k| (*k).to_owned()).collect();
+    let core_config = Arc::new(Config::from_env(|k| core_env.get(k).cloned(), names).unwrap());
+    let ledger = care_ledger::connect(Some(&url), std::path::Path::new("/nonexistent"))
+        .await
+        .unwrap();
+    let services = Arc::new(Services::new(
+        core_config,
+        Arc::clone(&ledger),
+        b"sk-demo-audit-salt-asc-0001",
+    ));
+    let mut handlers: Vec<Arc<dyn ToolHandler>> = Vec::new();
+    let mut planners: Vec<Arc<dyn WritePlanner>> = Vec::new();
+    asc::register_with(
+        options.role,
+        config.clone(),
+        &services,
+        &mut handlers,
+        &mut planners,
+    )
+    .unwrap();
+    handlers.extend(ledger_tools(&services, planners));
+    let registry = Registry::new(options.role, handlers).unwrap();
+    Harness {
+        fake,
+        gate: Gate::new(registry, Arc::clone(&services)),
+        ledger,
+        services,
+        config,
+        _dirs: (key_dir, db_dir),
+    }
+}
+
+pub type CallResult = Result<Value, (String, Value)>;
+
+impl Harness {
+    /// Calls a tool; `Ok(data)` or `Err((code, error))`. Every envelope is kept for leak checks.
+    pub async fn call(&self, tool: &str, arguments: Value) -> CallResult {
+        let args: Map<String, Value> = arguments.as_object().unwrap().clone();
+        match self.gate.call(tool, Some(args)).await {
+            GateAnswer::UnknownTool => panic!("{tool} unknown"),
+            GateAnswer::Result { envelope, is_error } => {
+                self.assert_no_key_material(&envelope);
+                if is_error {
+                    let error = envelope["error"].clone();
+                    let code = error["code"].as_str().unwrap().to_owned();
+                    let fixed = care_core::error::ErrorCode::ALL
+                        .into_iter()
+                        .find(|c| c.as_str() == code)
+                        .unwrap()
+                        .message();
+                    assert_eq!(error["message"], fixed, "{error}");
+                    Err((code, error))
+                } else {
+                    Ok(envelope["data"].clone())
+                }
+            }
+        }
+    }
+
+    pub async fn ok(&self, tool: &str, arguments: Value) -> Value {
+        match self.call(tool, arguments.clone()).await {
+            Ok(data) => data,
+            Err((code, e)) => panic!("{tool} {arguments} failed with {code}: {e}"),
+        }
+    }
+
+    pub async fn err(&self, tool: &str, arguments: Value) -> String {
+        match self.call(tool, arguments.clone()).await {
+            Ok(data) => panic!("{tool} {arguments} succeeded: {data}"),
+            Err((code, _)) => code,
+        }
+    }
+
+    /// No answer ever carries the private key or any sizeable piece of it.
+    pub fn assert_no_key_material(&self, envelope: &Value) {
+        let text = envelope.to_string();
+        assert!(!text.contains("PRIVATE KEY"), "{text}");
+        let base64: String = self
+            .fake
+            .key()
+            .private_key_pem
+            .lines()
+            .filter(|l| !l.starts_with("-----"))
+            .collect();
+        for chunk in base64.as_bytes().chunks(16) {
+            let chunk = std::str::from_utf8(chunk).unwrap();
+            assert!(!text.contains(chunk), "key material in {text}");
+        }
+    }
+
+    pub async fn request_approval(&self, arguments: Value) -> (String, Value) {
+        let data = self
+            .ok(
+                "approval_request",
+                json!({"action": "asc_review_reply", "arguments": arguments}),
+            )
+            .await;
+        (data["approval_id"].as_str().unwrap().to_owned(), data)
+    }
+
+    pub async fn approve(&self, id: &str) {
+        self.services
+            .policy
+            .decide(
+                self.ledger.as_ref(),
+                id,
+                &ApproverKey::of_secret(APPROVER).unwrap(),
+                Decision::Approve,
+                "{\"evidence\":\"test\"}",
+                Utc::now(),
+            )
+            .await
+            .unwrap();
+    }
+
+    /// Requests to the fake, as `METHOD path`.
+    pub fn paths(&self) -> Vec<String> {
+        self.fake
+            .requests()
+            .iter()
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect()
+    }
+
+    pub fn posts(&self) -> usize {
+        self.fake
+            .requests()
+            .iter()
+            .filter(|r| r.method == "POST")
+            .count()
+    }
+}
