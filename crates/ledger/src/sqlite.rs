@@ -2,7 +2,7 @@
 //! a busy timeout and `BEGIN IMMEDIATE` for read-then-write transactions keep concurrent
 //! processes correct; single-statement changes (consume) are atomic on their own.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -38,6 +38,8 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(15);
 #[derive(Debug)]
 pub struct SqliteLedger {
     pool: SqlitePool,
+    /// `<file>.migrate-lock`: serialises migrations between processes opening one file.
+    migrate_lock: Option<PathBuf>,
     /// Set once migrations have run; left unset after a failure so the next call retries.
     migrated: OnceCell<()>,
 }
@@ -66,6 +68,13 @@ impl SqliteLedger {
             std::fs::create_dir_all(dir)
                 .map_err(|e| ConnectError::SqliteDir(format!("{}: {e}", dir.display())))?;
         }
+        let file = options.get_filename();
+        let migrate_lock =
+            (!file.as_os_str().is_empty() && file != Path::new(":memory:")).then(|| {
+                let mut name = file.as_os_str().to_owned();
+                name.push(".migrate-lock");
+                PathBuf::from(name)
+            });
         let options = options
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
@@ -82,6 +91,7 @@ impl SqliteLedger {
             .connect_lazy_with(options);
         Ok(Self {
             pool,
+            migrate_lock,
             migrated: OnceCell::new(),
         })
     }
@@ -90,11 +100,13 @@ impl SqliteLedger {
     async fn ready(&self) -> Result<&SqlitePool, LedgerError> {
         self.migrated
             .get_or_try_init(|| async {
-                // Role processes may open a fresh file at once; the loser's migration fails on
-                // tables the winner just created, and a second run finds it applied.
-                if MIGRATOR.run(&self.pool).await.is_ok() {
-                    return Ok(());
-                }
+                // Role processes may open a fresh file at once, and SQLite gives sqlx's migrator
+                // no lock of its own: an exclusive lock on a sibling file lets one process
+                // migrate while the others wait, then find everything applied.
+                let _held = match &self.migrate_lock {
+                    Some(path) => Some(lock_file(path.clone()).await?),
+                    None => None,
+                };
                 MIGRATOR.run(&self.pool).await.map_err(migrate)
             })
             .await?;
@@ -119,6 +131,22 @@ impl SqliteLedger {
             .map_err(db)?;
         Ok(n > 0)
     }
+}
+
+/// Opens (creating) `path` and takes an exclusive advisory lock on it, released on drop.
+async fn lock_file(path: PathBuf) -> Result<std::fs::File, LedgerError> {
+    tokio::task::spawn_blocking(move || {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)?;
+        file.lock()?;
+        Ok::<_, std::io::Error>(file)
+    })
+    .await
+    .map_err(|e| LedgerError::Unavailable(format!("migration lock: {e}")))?
+    .map_err(|e| LedgerError::Unavailable(format!("migration lock: {e}")))
 }
 
 #[async_trait]
