@@ -96,16 +96,14 @@ pub(crate) const INSERT_KPI: &str = "INSERT INTO kpi_entries \
      VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
 /// Per metric: aggregates over the window and the latest entry. $1 metric or NULL, $2 since or NULL.
-pub(crate) const KPI_SERIES: &str = "WITH w AS (SELECT metric, value, target, unit, \
-     higher_is_better, recorded_at, recorded_by_role, \
-     COUNT(*) OVER (PARTITION BY metric) AS n, \
-     AVG(value) OVER (PARTITION BY metric) AS mean, \
-     MIN(value) OVER (PARTITION BY metric) AS lo, \
-     MAX(value) OVER (PARTITION BY metric) AS hi, \
-     ROW_NUMBER() OVER (PARTITION BY metric ORDER BY recorded_at DESC, id DESC) AS rn \
-     FROM kpi_entries WHERE ($1 IS NULL OR metric = $1) AND ($2 IS NULL OR recorded_at >= $2)) \
-     SELECT metric, n, mean, lo, hi, value, target, unit, higher_is_better, recorded_at, \
-     recorded_by_role FROM w WHERE rn = 1 ORDER BY metric";
+pub(crate) const KPI_SERIES: &str = "SELECT a.metric, a.n, a.mean, a.lo, a.hi, k.value, \
+     k.target, k.unit, k.higher_is_better, k.recorded_at, k.recorded_by_role \
+     FROM (SELECT metric, COUNT(*) AS n, AVG(value) AS mean, MIN(value) AS lo, MAX(value) AS hi \
+     FROM kpi_entries WHERE ($1 IS NULL OR metric = $1) AND ($2 IS NULL OR recorded_at >= $2) \
+     GROUP BY metric) a \
+     JOIN kpi_entries k ON k.id = (SELECT k2.id FROM kpi_entries k2 WHERE k2.metric = a.metric \
+     AND ($2 IS NULL OR k2.recorded_at >= $2) ORDER BY k2.recorded_at DESC, k2.id DESC LIMIT 1) \
+     ORDER BY a.metric";
 
 pub(crate) const INSERT_CSAT: &str = "INSERT INTO csat_entries \
      (channel, ticket_ref, score, comment, recorded_at, recorded_by_role) \
