@@ -80,6 +80,15 @@ pub enum WriteOutcome {
     Failed { code: String },
 }
 
+impl std::fmt::Display for WriteOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WriteOutcome::Sent => f.write_str("sent"),
+            WriteOutcome::Failed { code } => write!(f, "failed ({code})"),
+        }
+    }
+}
+
 /// An approval row as read back.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalRow {

@@ -25,7 +25,8 @@ pub enum ConnectError {
 /// Builds the ledger named by `url` (the value of `DATABASE_URL`; `None` or blank means a
 /// SQLite file at `default_sqlite_path`, parent directories created).
 ///
-/// SQLite is opened and migrated here when possible (a failure is logged; calls retry).
+/// SQLite is opened and migrated by a background task started here (a failure is logged; calls
+/// retry); call it inside a tokio runtime.
 /// Postgres is not contacted: its pool connects and migrates on first use.
 pub async fn connect(
     url: Option<&str>,
@@ -43,9 +44,14 @@ pub async fn connect(
 }
 
 async fn open_sqlite(ledger: SqliteLedger) -> Result<Arc<dyn Ledger>, ConnectError> {
-    // Creates the file and applies migrations now, so a fresh install is ready at start.
-    if let Err(e) = ledger.ping().await {
-        tracing::warn!(error = %e, "sqlite ledger not ready at start; calls will retry");
-    }
-    Ok(Arc::new(ledger))
+    // Creates the file and applies migrations in the background: the server answers
+    // `initialize` and `tools/list` meanwhile, and the first ledger call waits for it.
+    let ledger = Arc::new(ledger);
+    let warm = Arc::clone(&ledger);
+    tokio::spawn(async move {
+        if let Err(e) = warm.ping().await {
+            tracing::warn!(error = %e, "sqlite ledger not ready at start; calls will retry");
+        }
+    });
+    Ok(ledger)
 }

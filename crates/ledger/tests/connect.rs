@@ -30,6 +30,7 @@ async fn sqlite_url_opens_that_file() {
     let url = format!("sqlite://{}", path.display());
     let ledger = connect(Some(&url), &default).await.unwrap();
     assert_eq!(ledger.backend(), "sqlite");
+    ledger.ping().await.unwrap();
     assert!(path.exists());
     assert!(!default.exists());
 }

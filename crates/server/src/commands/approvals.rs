@@ -114,9 +114,7 @@ pub async fn run(action: ApprovalsCommand) -> Result<ExitCode, StartError> {
 }
 
 fn outcome(row: &ApprovalRow) -> String {
-    match &row.outcome {
-        None => "-".into(),
-        Some(care_core::ledger::WriteOutcome::Sent) => "sent".into(),
-        Some(care_core::ledger::WriteOutcome::Failed { code }) => format!("failed ({code})"),
-    }
+    row.outcome
+        .as_ref()
+        .map_or_else(|| "-".to_owned(), ToString::to_string)
 }

@@ -290,12 +290,9 @@ pub async fn run(world: &SandboxWorld) -> Result<bool, StartError> {
             row.id,
             row.status.as_str(),
             row.action,
-            match &row.outcome {
-                None => "-".to_owned(),
-                Some(care_core::ledger::WriteOutcome::Sent) => "sent".to_owned(),
-                Some(care_core::ledger::WriteOutcome::Failed { code }) =>
-                    format!("failed ({code})"),
-            }
+            row.outcome
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), ToString::to_string)
         ));
     }
     let audit = ledger
