@@ -29,6 +29,9 @@ static MIGRATOR: Migrator = sqlx::migrate!("../../migrations/postgres");
 /// How long a call waits for a connection before answering `Unavailable`.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// A pooled connection idle this long is pinged before use.
+const IDLE_BEFORE_PING: Duration = Duration::from_millis(200);
+
 #[derive(Debug)]
 pub struct PostgresLedger {
     pool: PgPool,
@@ -50,9 +53,18 @@ impl PostgresLedger {
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .min_connections(0)
-            // A liveness ping before every statement doubles the round trips of each call;
-            // a dead connection surfaces as an error on use and is replaced anyway.
+            // A ping before every statement doubles the round trips of a busy session, so
+            // only a connection that sat idle is pinged: after an outage it is found dead
+            // here and replaced, instead of failing the first call after recovery.
             .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= IDLE_BEFORE_PING {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .connect_lazy_with(options.application_name("care-mcp"));
         Self {
