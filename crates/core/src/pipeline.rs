@@ -155,10 +155,14 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
         let Some(id) = approval_id.as_deref() else {
             return reply(Err(ToolError::new(ErrorCode::ApprovalRequired)), false);
         };
+        // The same digest the gate records for this call (approval id included), so the
+        // intent row and the outcome row of one call pair up in the audit.
+        let mut audited = arguments.clone();
+        audited.insert(APPROVAL_ID_FIELD.into(), Value::String(id.to_owned()));
         let digest = self
             .services
             .auditor
-            .digest(T::NAME, &Value::Object(arguments.clone()));
+            .digest(T::NAME, &Value::Object(audited));
         reply(self.send(ctx, plan, &hash, id, digest).await, false)
     }
 

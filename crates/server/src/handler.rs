@@ -7,9 +7,9 @@ use care_core::catalog::ToolKind;
 use care_core::gate::{Gate, GateAnswer};
 use care_core::tool::ToolHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -89,6 +89,19 @@ impl ServerHandler for CareServer {
                  External writes need an approved approval_request for exactly the same arguments.",
                 self.gate.registry().role()
             ))
+    }
+
+    /// Any method this server does not implement: a fixed message, never the client's words.
+    async fn on_custom_request(
+        &self,
+        _request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            "Method not found",
+            None,
+        ))
     }
 
     async fn list_tools(

@@ -320,6 +320,19 @@ both_backends!(
         let row = h.ledger.approval(&id, Utc::now()).await.unwrap().unwrap();
         assert_eq!(row.status, ApprovalStatus::Consumed);
         assert_eq!(row.outcome, Some(WriteOutcome::Sent));
+        // The intent row written before the send pairs with the call's own audit row.
+        h.gate.services().auditor.flush().await;
+        let audit = h.ledger.recent_audit(50).await.unwrap();
+        let writes: Vec<_> = audit
+            .iter()
+            .filter(|r| {
+                r.tool == "asc_review_reply" && r.approval_id.as_deref() == Some(id.as_str())
+            })
+            .collect();
+        let intent = writes.iter().find(|r| r.outcome == "intent").unwrap();
+        let done = writes.iter().find(|r| r.outcome == "ok").unwrap();
+        assert_eq!(intent.args_digest, done.args_digest);
+        assert!(!format!("{audit:?}").contains("감사합니다"));
     }
 );
 

@@ -65,6 +65,10 @@ fn stdout_stays_the_protocol_through_bad_input_and_a_panic() {
     assert!(!parse_error.to_string().contains("not json"));
     let response = session.request("no/such_method", json!({}));
     assert_eq!(response["error"]["code"], -32601, "{response}");
+    assert!(
+        !response.to_string().contains("such_method"),
+        "the method name is not echoed: {response}"
+    );
 
     // The panicking handler answers INTERNAL with the fixed message.
     let e = session.call_err("kpi_report", json!({}));
