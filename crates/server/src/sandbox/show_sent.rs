@@ -74,3 +74,28 @@ pub fn show_sent(dir: &Path) -> Result<String, StartError> {
         if count == 1 { "y" } else { "ies" }
     ))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_what_the_fake_received_with_agent_text_escaped() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(show_sent(dir.path()).unwrap().starts_with("0 replies"));
+        let lines = [
+            json!({"review_id": "rev-en-001", "response_id": "resp-1", "body": "Thanks!", "replaced": false}),
+            json!({"review_id": "rev-ko-002", "response_id": "resp-2", "body": "a\u{1b}[2Jb\u{202e}c", "replaced": true}),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(dir.path().join(SENT_FILE), text).unwrap();
+        let shown = show_sent(dir.path()).unwrap();
+        assert!(shown.starts_with("2 replies"));
+        assert!(shown.contains("rev-en-001 -> resp-1: Thanks!"));
+        assert!(shown.contains(
+            "rev-ko-002 -> resp-2 (replaced the earlier response): a\\u{1b}[2Jb\\u{202e}c"
+        ));
+        assert!(!shown.contains('\u{1b}') && !shown.contains('\u{202e}'));
+    }
+}
