@@ -28,7 +28,7 @@ pub async fn run(dir: Option<PathBuf>, demo_mode: bool) -> Result<ExitCode, Star
     };
     let world = SandboxWorld::start(&dir).await?;
     let code = if demo_mode {
-        if demo::run(&world).await? {
+        if demo::run(&world, &mut std::io::stdout()).await? {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(1)

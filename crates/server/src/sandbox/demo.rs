@@ -16,13 +16,15 @@ use crate::startup::StartError;
 /// The demo's reply: plain English, so the locale gate accepts it for `en-US`.
 const REPLY_BODY: &str = "Thank you for the kind words! We are glad the app keeps your mom's appointments in one place. Dark mode is planned for the next release, and we will let you know here when it ships.";
 
-struct Steps {
+struct Steps<'a> {
     passed: u32,
     failed: u32,
     out: String,
+    /// Where the walk-through is shown, step by step (the command's stdout).
+    sink: &'a mut (dyn std::io::Write + Send),
 }
 
-impl Steps {
+impl Steps<'_> {
     fn check(&mut self, ok: bool, what: &str) {
         if ok {
             self.passed += 1;
@@ -41,10 +43,8 @@ impl Steps {
     }
 
     fn flush(&mut self) {
-        #[allow(clippy::print_stdout)]
-        {
-            print!("{}", self.out);
-        }
+        let _ = self.sink.write_all(self.out.as_bytes());
+        let _ = self.sink.flush();
         self.out.clear();
     }
 }
@@ -78,11 +78,15 @@ async fn wait_status(session: &RoleClientSession, approval_id: &str) -> Result<S
     Ok("pending".into())
 }
 
-pub async fn run(world: &SandboxWorld) -> Result<bool, StartError> {
+pub async fn run(
+    world: &SandboxWorld,
+    sink: &mut (dyn std::io::Write + Send),
+) -> Result<bool, StartError> {
     let mut steps = Steps {
         passed: 0,
         failed: 0,
         out: String::new(),
+        sink,
     };
     steps.note(&format!(
         "care-mcp sandbox demo in {}\n",
