@@ -32,5 +32,7 @@ pub mod input;
 pub mod ledger;
 pub mod outbound;
 pub mod pipeline;
+#[cfg(feature = "test-support")]
+pub mod testkit;
 pub mod tool;
 pub mod tools;

@@ -4,22 +4,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use care_core::approvals::{ApprovalPolicy, ApproverKey, DecisionRefused};
 use care_core::canonical;
 use care_core::catalog::Role;
 use care_core::config::Config;
-use care_core::error::{ErrorCode, ToolError};
 use care_core::gate::{Gate, GateAnswer};
-use care_core::input::{self, Validate};
 use care_core::ledger::{ApprovalStatus, Decision, Ledger, NewApproval, WriteOutcome};
-use care_core::pipeline::{ExternalWrite, ExternalWriteTool, WritePermit, WritePlan, WritePlanner};
-use care_core::tool::{CallContext, Registry, Services, ToolHandler};
+use care_core::pipeline::{ExternalWrite, WritePlanner};
+use care_core::testkit::{Recorder, RecordingWrite, Sent};
+use care_core::tool::{Registry, Services, ToolHandler};
 use care_core::tools::ledger_tools;
 use chrono::{Duration, Utc};
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 // Throwaway keys generated for these tests only.
@@ -28,77 +25,6 @@ const APPROVER_B: &str = "222222222222222222222222222222222222222222222222222222
 const SERVER: &str = "3333333333333333333333333333333333333333333333333333333333333333";
 const STRANGER: &str = "4444444444444444444444444444444444444444444444444444444444444444";
 const DB_PASSWORD: &str = "sk-demo-db-password-7731";
-
-/// What the test write tool was asked to send.
-#[derive(Debug, Clone, PartialEq)]
-struct Sent {
-    approval_id: String,
-    review_id: String,
-    body: String,
-}
-
-#[derive(Debug, Default)]
-struct Recorder {
-    sent: Mutex<Vec<Sent>>,
-    fail_next: Mutex<bool>,
-}
-
-/// Stands in for `asc_review_reply` (its catalog row) so the registry accepts it.
-#[derive(Debug, Clone)]
-struct RecordingWrite(Arc<Recorder>);
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct ReplyArgs {
-    review_id: String,
-    body: String,
-    locale: String,
-}
-
-impl Validate for ReplyArgs {
-    fn validate(&self) -> Result<(), ToolError> {
-        input::check_id("review_id", &self.review_id, 64)?;
-        input::check_text("body", &self.body, input::MAX_BODY_CHARS)?;
-        input::check_name("locale", &self.locale.to_lowercase(), 16)
-    }
-}
-
-impl ExternalWriteTool for RecordingWrite {
-    type Args = ReplyArgs;
-    type Payload = (String, String);
-    const NAME: &'static str = "asc_review_reply";
-    const DESCRIPTION: &'static str = "test-only recording write";
-
-    async fn plan(
-        &self,
-        _ctx: &CallContext,
-        args: ReplyArgs,
-    ) -> Result<WritePlan<(String, String)>, ToolError> {
-        Ok(WritePlan {
-            would_send: json!({"review_id": args.review_id, "body": args.body}),
-            outbound_text: vec![args.body.clone()],
-            summary: format!("Reply to review {}", args.review_id),
-            payload: (args.review_id, args.body),
-        })
-    }
-
-    async fn apply(
-        &self,
-        permit: WritePermit<'_>,
-        payload: (String, String),
-    ) -> Result<Value, ToolError> {
-        let fail = std::mem::take(&mut *self.0.fail_next.lock().unwrap());
-        self.0.sent.lock().unwrap().push(Sent {
-            approval_id: permit.approval_id().to_owned(),
-            review_id: payload.0,
-            body: payload.1,
-        });
-        if fail {
-            return Err(ToolError::new(ErrorCode::UpstreamUnavailable).with_detail("fake outage"));
-        }
-        Ok(json!({"response_id": "resp-1"}))
-    }
-}
 
 struct Harness {
     gate: Gate,
@@ -225,7 +151,7 @@ impl Harness {
     }
 
     fn sent(&self) -> Vec<Sent> {
-        self.recorder.sent.lock().unwrap().clone()
+        self.recorder.sent()
     }
 
     async fn status(&self, id: &str) -> ApprovalStatus {
@@ -517,7 +443,7 @@ both_backends!(failed_delivery_never_sends_twice, |backend| async move {
     let h = harness(backend, true, &[APPROVER_A]).await;
     let id = h.request("Body").await;
     h.approve(&id, APPROVER_A).await.unwrap();
-    *h.recorder.fail_next.lock().unwrap() = true;
+    h.recorder.fail_next();
     let (code, error) = h.send("Body", &id).await.unwrap_err();
     assert_eq!(code, "WRITE_FAILED");
     assert_eq!(error["cause"], "UPSTREAM_UNAVAILABLE");

@@ -6,18 +6,17 @@
 pub mod proxy;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use care_core::approvals::ApprovalPolicy;
 use care_core::catalog::Role;
 use care_core::config::Config;
-use care_core::error::ToolError;
 use care_core::gate::{Gate, GateAnswer};
-use care_core::input::{self, Validate};
 use care_core::ledger::{ApprovalStatus, Ledger};
-use care_core::pipeline::{ExternalWrite, ExternalWriteTool, WritePermit, WritePlan, WritePlanner};
-use care_core::tool::{CallContext, Registry, Services, ToolHandler};
+use care_core::pipeline::{ExternalWrite, WritePlanner};
+pub use care_core::testkit::{Recorder, RecordingWrite, Sent};
+use care_core::tool::{Registry, Services, ToolHandler};
 use care_core::tools::ledger_tools;
 use care_nostr::reaction::build_reaction;
 use care_nostr::{ChannelOptions, ChannelSettings, NostrChannel};
@@ -26,8 +25,6 @@ use nostr_relay_builder::prelude::{
     Event, EventId, JsonUtil, Keys, LocalRelay, MemoryDatabase, MemoryDatabaseOptions,
     NostrDatabase, RelayBuilder, ToBech32,
 };
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 /// Names an independent relay (e.g. nostr-rs-relay) to run the suite against instead of the
@@ -90,75 +87,6 @@ impl TestRelay {
 pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().port()
-}
-
-/// What the recording write tool was asked to send.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sent {
-    pub approval_id: String,
-    pub review_id: String,
-    pub body: String,
-}
-
-#[derive(Debug, Default)]
-pub struct Recorder {
-    pub sent: Mutex<Vec<Sent>>,
-}
-
-/// Stands in for `asc_review_reply` (its catalog row) so the registry accepts it.
-#[derive(Debug, Clone)]
-struct RecordingWrite(Arc<Recorder>);
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct ReplyArgs {
-    review_id: String,
-    body: String,
-    locale: String,
-}
-
-impl Validate for ReplyArgs {
-    fn validate(&self) -> Result<(), ToolError> {
-        input::check_id("review_id", &self.review_id, 64)?;
-        input::check_text("body", &self.body, input::MAX_BODY_CHARS)?;
-        input::check_name("locale", &self.locale.to_lowercase(), 16)
-    }
-}
-
-impl ExternalWriteTool for RecordingWrite {
-    type Args = ReplyArgs;
-    type Payload = (String, String);
-    const NAME: &'static str = "asc_review_reply";
-    const DESCRIPTION: &'static str = "test-only recording write";
-
-    async fn plan(
-        &self,
-        _ctx: &CallContext,
-        args: ReplyArgs,
-    ) -> Result<WritePlan<(String, String)>, ToolError> {
-        Ok(WritePlan {
-            would_send: json!({"review_id": args.review_id, "body": args.body}),
-            outbound_text: vec![args.body.clone()],
-            summary: format!(
-                "Reply to review {} of Demo Care in {}: «{}»",
-                args.review_id, args.locale, args.body
-            ),
-            payload: (args.review_id, args.body),
-        })
-    }
-
-    async fn apply(
-        &self,
-        permit: WritePermit<'_>,
-        payload: (String, String),
-    ) -> Result<Value, ToolError> {
-        self.0.sent.lock().unwrap().push(Sent {
-            approval_id: permit.approval_id().to_owned(),
-            review_id: payload.0,
-            body: payload.1,
-        });
-        Ok(json!({"response_id": "resp-1"}))
-    }
 }
 
 /// How a world is set up.
@@ -411,7 +339,7 @@ impl World {
     }
 
     pub fn sent(&self) -> Vec<Sent> {
-        self.recorder.sent.lock().unwrap().clone()
+        self.recorder.sent()
     }
 
     /// `approval_status` as the agent sees it.
