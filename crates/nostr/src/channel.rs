@@ -304,12 +304,7 @@ impl ApprovalChannel for NostrChannel {
             .await
             .map_err(unavailable)?;
         if output.success.is_empty() {
-            let reasons: Vec<String> = output
-                .failed
-                .iter()
-                .map(|(url, why)| format!("{url}: {why}"))
-                .collect();
-            return Err(unavailable(reasons.join("; ")));
+            return Err(unavailable(crate::publish::refusal_reasons(&output.failed)));
         }
         for (url, why) in &output.failed {
             tracing::warn!(relay = %url, error = %why, "approval card refused by a relay");

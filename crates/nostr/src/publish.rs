@@ -35,14 +35,20 @@ pub async fn publish(
     client.shutdown().await;
     let output = result.map_err(|e| NostrError::Unavailable(e.to_string()))?;
     if output.success.is_empty() {
-        let reasons: Vec<String> = output
-            .failed
-            .iter()
-            .map(|(url, why)| format!("{url}: {why}"))
-            .collect();
-        return Err(NostrError::Unavailable(reasons.join("; ")));
+        return Err(NostrError::Unavailable(refusal_reasons(&output.failed)));
     }
     Ok(output.success.into_iter().collect())
+}
+
+/// Why the relays refused an event, one `url: reason` per relay, for logs and errors.
+pub(crate) fn refusal_reasons<'a>(
+    failed: impl IntoIterator<Item = (&'a RelayUrl, &'a String)>,
+) -> String {
+    failed
+        .into_iter()
+        .map(|(url, why)| format!("{url}: {why}"))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Fetches the event `id` from the relays, if any of them has it.
