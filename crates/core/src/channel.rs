@@ -4,14 +4,53 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+/// One fact about the write's target, shown on the card as `label: value` on one line (e.g.
+/// `Replaces an existing response: yes`). Values may hold third-party text (an app name, a
+/// topic title): the card shows them escaped, on their line, after the server's label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CardFact {
+    pub label: String,
+    pub value: String,
+}
+
+impl CardFact {
+    pub fn new(label: impl Into<String>, value: impl Into<String>) -> Self {
+        CardFact {
+            label: label.into(),
+            value: value.into(),
+        }
+    }
+}
+
+/// What a write tool's plan says the card must show: the domain's words, laid out by the card
+/// renderer (the server's layout), never by the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CardContent {
+    /// What the action does, in a few plain words (e.g. `reply to an App Store review`).
+    pub title: String,
+    /// The object the write acts on, in plain words (e.g. `review rev-1 of Demo Care (KOR)`).
+    pub target: String,
+    /// Further facts about the target the approver should weigh, in order.
+    pub facts: Vec<CardFact>,
+    /// The agent-written text that will be sent, exactly (a reply's body), if the write sends one.
+    pub text: Option<String>,
+}
+
+impl CardContent {
+    /// One line for logs and agents: `title: target`.
+    pub fn one_line(&self) -> String {
+        format!("{}: {}", self.title, self.target)
+    }
+}
+
 /// Everything an approver needs to see to decide, in plain words.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalCard {
     pub approval_id: String,
     /// The external-write tool.
     pub action: String,
-    /// The business consequence, rendered by the write tool's domain (includes the full text).
-    pub summary: String,
+    /// Title, target, facts and text, from the write tool's plan.
+    pub content: CardContent,
     /// The agent's reason, if it gave one.
     pub reason: Option<String>,
     pub payload_hash: String,

@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::canonical::payload_hash;
 use crate::catalog::{CatalogEntry, ToolKind};
+use crate::channel::CardContent;
 use crate::error::{ErrorCode, ToolError};
 use crate::input::{self, Validate};
 use crate::ledger::{AuditRecord, ConsumeError, WriteOutcome};
@@ -29,8 +30,13 @@ pub struct WritePlan<P> {
     pub would_send: Value,
     /// Every text that would leave the process: all of it passes the outbound scan.
     pub outbound_text: Vec<String>,
-    /// The business consequence in plain words, for the approval card.
-    pub summary: String,
+    /// What the approval card shows: title, target, facts and the text to send.
+    pub card: CardContent,
+    /// Facts about the target that the write depends on and that the card shows (e.g. whether a
+    /// reply replaces an existing response). Stored with the approval and compared again right
+    /// before consuming: if the target changed since the approver read the card, the approval
+    /// does not apply (APPROVAL_MISMATCH).
+    pub checked_facts: Map<String, Value>,
     /// What `apply` needs.
     pub payload: P,
 }
@@ -75,7 +81,8 @@ pub trait ExternalWriteTool: Send + Sync + 'static {
 #[derive(Debug, Clone)]
 pub struct CheckedPlan {
     pub would_send: Value,
-    pub summary: String,
+    pub card: CardContent,
+    pub checked_facts: Map<String, Value>,
     pub payload_hash: String,
 }
 
@@ -316,7 +323,8 @@ impl<T: ExternalWriteTool> WritePlanner for ExternalWrite<T> {
         let (plan, payload_hash) = self.plan_checked(ctx, arguments).await?;
         Ok(CheckedPlan {
             would_send: plan.would_send,
-            summary: plan.summary,
+            card: plan.card,
+            checked_facts: plan.checked_facts,
             payload_hash,
         })
     }

@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::channel::CardContent;
 use crate::error::{ErrorCode, ToolError};
 use crate::input::{self, Validate};
 use crate::pipeline::{ExternalWriteTool, WritePermit, WritePlan};
@@ -79,10 +80,13 @@ impl ExternalWriteTool for RecordingWrite {
         Ok(WritePlan {
             would_send: json!({"review_id": args.review_id, "body": args.body}),
             outbound_text: vec![args.body.clone()],
-            summary: format!(
-                "Reply to review {} of Demo Care in {}: «{}»",
-                args.review_id, args.locale, args.body
-            ),
+            card: CardContent {
+                title: "reply to an App Store review".to_owned(),
+                target: format!("review {} of Demo Care, in {}", args.review_id, args.locale),
+                facts: Vec::new(),
+                text: Some(args.body.clone()),
+            },
+            checked_facts: serde_json::Map::new(),
             payload: (args.review_id, args.body),
         })
     }

@@ -42,8 +42,14 @@ fn when(t: DateTime<Utc>) -> String {
 /// The card's text, shown by any group chat client.
 pub fn card_text(card: &ApprovalCard) -> String {
     let short_hash: String = card.payload_hash.chars().take(SHORT_HASH_CHARS).collect();
-    let mut text = format!("Approval needed: {}\n\n", title(&card.action));
-    text.push_str(&escape_for_display(&card.summary));
+    let mut text = format!(
+        "Approval needed: {}\n\n",
+        escape_for_display(&card.content.title)
+    );
+    text.push_str(&escape_for_display(&card.content.one_line()));
+    if let Some(body) = &card.content.text {
+        text.push_str(&format!(": «{}»", escape_for_display(body)));
+    }
     text.push_str("\n\n");
     if let Some(reason) = &card.reason {
         text.push_str(&format!("Reason given: {}\n", escape_for_display(reason)));
@@ -68,7 +74,7 @@ pub fn alt_text(card: &ApprovalCard) -> String {
     format!(
         "Approval request {}: {}",
         card.approval_id,
-        title(&card.action)
+        escape_for_display(&card.content.title)
     )
 }
 
@@ -115,7 +121,12 @@ mod tests {
         ApprovalCard {
             approval_id: "apr_0123".into(),
             action: "asc_review_reply".into(),
-            summary: summary.into(),
+            content: care_core::channel::CardContent {
+                title: "reply to an App Store review".into(),
+                target: "review rev-1 of Demo Care".into(),
+                facts: Vec::new(),
+                text: Some(summary.into()),
+            },
             reason: reason.map(str::to_owned),
             payload_hash: "ab".repeat(32),
             requested_by_role: "reviews".into(),

@@ -109,7 +109,7 @@ impl LedgerWriteTool for ApprovalRequest {
                 let card = ApprovalCard {
                     approval_id: new.id.clone(),
                     action: new.action.clone(),
-                    summary: plan.summary.clone(),
+                    content: plan.card.clone(),
                     reason: new.reason.clone(),
                     payload_hash: new.payload_hash.clone(),
                     requested_by_role: new.requested_by_role.clone(),
@@ -144,7 +144,7 @@ impl LedgerWriteTool for ApprovalRequest {
             "payload_hash": row.payload_hash,
             "expires_at": row.expires_at.to_rfc3339(),
             "card_event_id": signed.as_ref().map(|(_, s)| s.event_id.clone()),
-            "summary": plan.summary,
+            "summary": fence(&plan.card.one_line()),
         }))
     }
 }

@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use care_core::channel::{CardContent, CardFact};
 use care_core::error::{ErrorCode, ToolError};
 use care_core::input::{self, Validate};
 use care_core::ledger::{Channel, Ticket};
@@ -119,7 +120,7 @@ impl ExternalWriteTool for ReviewReply {
             "app_name": care_core::fence::fence(&app_name),
             "territory": review.territory,
             "locale": locale,
-            "body": args.body,
+            "body": care_core::fence::fence(&args.body),
             "replaces_existing_response": replaces,
         });
         if replaces {
@@ -127,17 +128,25 @@ impl ExternalWriteTool for ReviewReply {
                 "This review already has a response; sending replaces it, as App Store Connect does."
             );
         }
-        let mut summary = format!(
-            "Reply to review {} of {} ({}) in {}: «{}»",
-            review.id, app_name, territory, locale, args.body
-        );
-        if replaces {
-            summary.push_str(" — replaces the existing response");
-        }
+        let mut checked_facts = serde_json::Map::new();
+        checked_facts.insert("replaces_existing_response".into(), json!(replaces));
+        let card = CardContent {
+            title: "reply to an App Store review".to_owned(),
+            target: format!(
+                "review {} of {} ({}), reply in {}",
+                review.id, app_name, territory, locale
+            ),
+            facts: vec![CardFact::new(
+                "Replaces an existing response",
+                if replaces { "yes" } else { "no" },
+            )],
+            text: Some(args.body.clone()),
+        };
         Ok(WritePlan {
             would_send,
             outbound_text: vec![args.body.clone()],
-            summary,
+            card,
+            checked_facts,
             payload: ReplyPayload {
                 review_id: review.id,
                 body: args.body,
