@@ -253,9 +253,12 @@ impl Config {
             .filter(|name| is_secret_variable(name))
             .filter_map(|name| non_empty(&name))
             .collect();
-        if let Some(password) = database_url.as_deref().and_then(url_password) {
-            own_secrets.push(password);
-        }
+        own_secrets.extend(
+            database_url
+                .as_deref()
+                .map(url_password)
+                .unwrap_or_default(),
+        );
         if let Some(secret) = &nostr_secret_key
             && let Ok(keys) = nostr::Keys::parse(secret.trim())
         {
@@ -346,13 +349,29 @@ fn parse_sla_targets(text: &str) -> Option<SlaTargets> {
     Some(targets)
 }
 
-/// The password inside `scheme://user:password@host/...`, if any.
-fn url_password(url: &str) -> Option<String> {
+/// The password inside `scheme://user:password@host/...`: as written and, when it holds `%XX`
+/// sequences, percent-decoded too (the driver connects with the decoded one; a reply could leak
+/// either). Empty if there is none.
+fn url_password(url: &str) -> Vec<String> {
+    let Some(password) = url_password_as_written(url) else {
+        return Vec::new();
+    };
+    let mut forms = vec![password.to_owned()];
+    // Invalid UTF-8 after decoding is no text a reply could carry as such; the raw form stays.
+    if let Ok(decoded) = percent_encoding::percent_decode_str(password).decode_utf8()
+        && decoded != password
+    {
+        forms.push(decoded.into_owned());
+    }
+    forms
+}
+
+fn url_password_as_written(url: &str) -> Option<&str> {
     let rest = url.split_once("://")?.1;
     let authority = rest.split(['/', '?']).next()?;
     let userinfo = authority.rsplit_once('@')?.0;
     let password = userinfo.split_once(':')?.1;
-    (!password.is_empty()).then(|| password.to_owned())
+    (!password.is_empty()).then_some(password)
 }
 
 #[cfg(test)]
@@ -450,6 +469,35 @@ mod tests {
         assert!(s.contains(&"sk-demo-mailpass".to_owned()));
         assert!(!s.contains(&"1".to_owned()));
         assert!(!format!("{c:?}").contains("sk-demo"));
+    }
+
+    #[test]
+    fn database_password_is_an_own_secret_decoded_and_as_written() {
+        let c = config(&[
+            (
+                "DATABASE_URL",
+                "postgres://care:p%40ss-w%2Frd-sk-demo@db/care",
+            ),
+            ("CARE_AUDIT_SALT", "sk-demo-audit-salt-0000"),
+        ])
+        .unwrap();
+        let s = c.own_secrets();
+        assert!(s.contains(&"p@ss-w/rd-sk-demo".to_owned()), "decoded");
+        assert!(
+            s.contains(&"p%40ss-w%2Frd-sk-demo".to_owned()),
+            "as written"
+        );
+        // A plain password gives one form; a `%` that is no `%XX` sequence stays as written.
+        assert_eq!(
+            url_password("postgres://care:sk-demo-plain@db/care"),
+            ["sk-demo-plain"]
+        );
+        assert_eq!(
+            url_password("postgres://care:sk-demo-100%@db/care"),
+            ["sk-demo-100%"]
+        );
+        assert!(url_password("postgres://care@db/care").is_empty());
+        assert!(url_password("postgres://db/care").is_empty());
     }
 
     #[test]
