@@ -4,7 +4,8 @@
 //! strangers (ARCHITECTURE invariant 9). [`fence`] wraps such text in [`FENCE_OPEN`] …
 //! [`FENCE_CLOSE`] after escaping it so that the text can neither close the fence nor open any
 //! other tag, nor hide from the human or model reading it. [`escape_for_display`] is the same
-//! escaping without the tags, for approval cards shown to people. Both use one implementation.
+//! escaping without the tags. Both use one implementation. Approval cards and the operator CLI
+//! use [`crate::display`] instead: no HTML entities, and every invisible code point escaped.
 //!
 //! # What is escaped
 //!
@@ -51,7 +52,8 @@ pub fn fence(text: &str) -> String {
     out
 }
 
-/// The escaping of [`fence`] without the surrounding tags, for text shown to humans.
+/// The escaping of [`fence`] without the surrounding tags (people-facing views that must show
+/// every invisible code point use [`crate::display`]).
 #[must_use]
 pub fn escape_for_display(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

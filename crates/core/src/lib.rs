@@ -7,6 +7,7 @@
 //! - [`envelope`]: `{ok, data}` / `{ok, error}` results.
 //! - [`input`]: strict argument parsing (unknown fields refused, fields named, values never echoed).
 //! - [`fence`]: `<user_content>` encoding of third-party text.
+//! - [`display`]: escaping of text shown to people (approval cards, operator CLI).
 //! - [`canonical`]: the canonical JSON encoding behind payload hashes and audit digests.
 //! - [`outbound`]: the secret scan every external write passes.
 //! - [`ledger`]: the ledger trait and its row types (implemented by `care-ledger`).
@@ -24,6 +25,7 @@ pub mod canonical;
 pub mod catalog;
 pub mod channel;
 pub mod config;
+pub mod display;
 pub mod envelope;
 pub mod error;
 pub mod fence;

@@ -1,12 +1,52 @@
 //! The approval card: a NIP-29 group chat message (kind 9) whose text says in plain words what
 //! will happen, with machine tags that bind it to one approval and one payload.
 //!
-//! The summary (which holds the full body an agent wrote, and third-party text it quotes) and
-//! the reason are agent-controlled: both pass `escape_for_display`, so control characters, line
-//! and paragraph separators and bidi overrides are shown as visible `\u{..}` escapes.
+//! # Layout
+//!
+//! The layout is the server's; the agent and the domain fill values and blocks, never lines.
+//!
+//! 1. Facts, each on its own line after a server label, values escaped as single lines by
+//!    [`care_core::display::escape_line`] (a `\n` in a value shows as `\u{a}` and cannot start a
+//!    line): `Approval needed: <title>`, `Action: <tool>`, `Target: <target>`, each
+//!    [`CardFact`](care_core::channel::CardFact) as `<label>: <value>`, `Requested by: the <role>
+//!    agent`, `Expires: <UTC time>`, `Approval id: <id>`, `Payload hash: <64 hex>` (in full, so
+//!    an approver can compare it with a hash they recompute).
+//! 2. The text to send, if the write sends one: a header line of the server's with the size of
+//!    the original text (`Text to send (3 lines, 120 characters):`, characters being Unicode
+//!    scalar values), then every line of the text, an empty one too, after [`BLOCK_PREFIX`],
+//!    escaped by [`care_core::display::escape_block`]. When any code point had to be escaped, a
+//!    warning line before the header says how many.
+//! 3. The agent's reason, if it gave one, the same way (`Reason given by the agent (…):`).
+//! 4. The footer: which reactions approve, which reject.
+//!
+//! Sections are separated by one empty line. So every line that does not start with
+//! [`BLOCK_PREFIX`] is the server's whatever the agent wrote (a body imitating the card's lines
+//! shows them prefixed), and no invisible or formatting code point reaches the card except as a
+//! visible `\u{..}` escape (the set and its exceptions: [`care_core::display`]). For example:
+//!
+//! ```text
+//! Approval needed: reply to an App Store review
+//! Action: asc_review_reply
+//! Target: review rev-1 of Demo Care (KOR), reply in ko
+//! Replaces an existing response: no
+//! Requested by: the reviews agent
+//! Expires: 2030-01-02 03:04:05 UTC
+//! Approval id: apr_0123
+//! Payload hash: abababababababababababababababababababababababababababababababab
+//!
+//! ⚠ The text contains 1 invisible or formatting character, shown below as \u{…}.
+//! Text to send (2 lines, 31 characters):
+//! │ Thank you\u{200b} for the review!
+//! │ 고마워요
+//!
+//! Reason given by the agent (1 line, 14 characters):
+//! │ angry customer
+//!
+//! React ✅ 👍 + to approve, ❌ 👎 - to reject. Other reactions are ignored.
+//! ```
 
 use care_core::channel::ApprovalCard;
-use care_core::fence::escape_for_display;
+use care_core::display::{block, counted, escape_line};
 use chrono::{DateTime, Utc};
 use nostr_sdk::{Event, EventBuilder, Keys, Kind, Tag, TagKind, Timestamp};
 
@@ -21,46 +61,68 @@ pub const TAG_APPROVAL: &str = "approval";
 pub const TAG_PAYLOAD_HASH: &str = "payload_hash";
 /// Tag carrying the external-write tool name.
 pub const TAG_ACTION: &str = "action";
-/// How many hex characters of the payload hash the text shows.
-pub const SHORT_HASH_CHARS: usize = 12;
-
-/// What the action does, in words an approver reads first.
-pub fn title(action: &str) -> String {
-    match action {
-        "asc_review_reply" => "reply to an App Store review".to_owned(),
-        "discourse_post_reply" => "reply on the community forum".to_owned(),
-        "mail_send" => "send an e-mail".to_owned(),
-        "cluster_restart_workload" => "restart a Kubernetes workload".to_owned(),
-        other => format!("run {}", escape_for_display(other)),
-    }
-}
+/// Starts every line of agent-written text on the card (U+2502 and a space); no line of the
+/// server's starts with it.
+pub const BLOCK_PREFIX: &str = "│ ";
 
 fn when(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
-/// The card's text, shown by any group chat client.
-pub fn card_text(card: &ApprovalCard) -> String {
-    let short_hash: String = card.payload_hash.chars().take(SHORT_HASH_CHARS).collect();
-    let mut text = format!(
-        "Approval needed: {}\n\n",
-        escape_for_display(&card.content.title)
-    );
-    text.push_str(&escape_for_display(&card.content.one_line()));
-    if let Some(body) = &card.content.text {
-        text.push_str(&format!(": «{}»", escape_for_display(body)));
+/// A value escaped for its one line.
+fn line(value: &str) -> String {
+    escape_line(value).text
+}
+
+/// Appends `label: value` as one line.
+fn push_fact(out: &mut String, label: &str, value: &str) {
+    out.push_str(label);
+    out.push_str(": ");
+    out.push_str(&line(value));
+    out.push('\n');
+}
+
+/// Appends agent-written `text` as a block: the warning if anything was escaped, the header
+/// with the size of the text, then its prefixed lines.
+fn push_block(out: &mut String, what: &str, header: &str, text: &str) {
+    let block = block(text, BLOCK_PREFIX);
+    if block.escaped > 0 {
+        out.push_str(&format!(
+            "⚠ The {what} contains {}, shown below as \\u{{…}}.\n",
+            counted(block.escaped, "invisible or formatting character")
+        ));
     }
-    text.push_str("\n\n");
-    if let Some(reason) = &card.reason {
-        text.push_str(&format!("Reason given: {}\n", escape_for_display(reason)));
+    out.push_str(&format!("{header} ({}):\n", block.size()));
+    out.push_str(&block.lines);
+    out.push('\n');
+}
+
+/// The card's text, shown by any group chat client (layout: the module doc).
+pub fn card_text(card: &ApprovalCard) -> String {
+    let content = &card.content;
+    let mut text = String::new();
+    push_fact(&mut text, "Approval needed", &content.title);
+    push_fact(&mut text, "Action", &card.action);
+    push_fact(&mut text, "Target", &content.target);
+    for fact in &content.facts {
+        push_fact(&mut text, &line(&fact.label), &fact.value);
     }
     text.push_str(&format!(
-        "Requested by: the {} agent\nExpires: {}\nApproval id: {}\nPayload hash: {}\n\n",
-        escape_for_display(&card.requested_by_role),
-        when(card.expires_at),
-        card.approval_id,
-        short_hash
+        "Requested by: the {} agent\n",
+        line(&card.requested_by_role)
     ));
+    push_fact(&mut text, "Expires", &when(card.expires_at));
+    push_fact(&mut text, "Approval id", &card.approval_id);
+    push_fact(&mut text, "Payload hash", &card.payload_hash);
+    if let Some(body) = &content.text {
+        text.push('\n');
+        push_block(&mut text, "text", "Text to send", body);
+    }
+    if let Some(reason) = &card.reason {
+        text.push('\n');
+        push_block(&mut text, "reason", "Reason given by the agent", reason);
+    }
+    text.push('\n');
     text.push_str(&format!(
         "React {} to approve, {} to reject. Other reactions are ignored.",
         APPROVE_CONTENTS.join(" "),
@@ -69,12 +131,12 @@ pub fn card_text(card: &ApprovalCard) -> String {
     text
 }
 
-/// The one-line NIP-31 `alt` summary: no agent-written text in it.
+/// The one-line NIP-31 `alt` summary: the approval id and the title, no agent-written text.
 pub fn alt_text(card: &ApprovalCard) -> String {
     format!(
         "Approval request {}: {}",
-        card.approval_id,
-        escape_for_display(&card.content.title)
+        line(&card.approval_id),
+        line(&card.content.title)
     )
 }
 
@@ -123,8 +185,11 @@ mod tests {
             action: "asc_review_reply".into(),
             content: care_core::channel::CardContent {
                 title: "reply to an App Store review".into(),
-                target: "review rev-1 of Demo Care".into(),
-                facts: Vec::new(),
+                target: "review rev-1 of Demo Care (KOR), reply in ko".into(),
+                facts: vec![care_core::channel::CardFact::new(
+                    "Replaces an existing response",
+                    "no",
+                )],
                 text: Some(summary.into()),
             },
             reason: reason.map(str::to_owned),
@@ -135,21 +200,59 @@ mod tests {
         }
     }
 
+    // Rewritten with the server-owned layout (issue 7): facts on labelled lines, the full
+    // payload hash, agent text as prefixed blocks with their size.
     #[test]
     fn text_says_what_when_and_how() {
-        let c = card(
-            "Reply to review rev-1 of Demo Care in ko: «고마워요»",
+        let mut c = card(
+            "Thank you\u{200b} for the review!\n고마워요",
             Some("angry customer"),
         );
+        c.expires_at = DateTime::parse_from_rfc3339("2030-01-02T03:04:05Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let expected = "\
+Approval needed: reply to an App Store review
+Action: asc_review_reply
+Target: review rev-1 of Demo Care (KOR), reply in ko
+Replaces an existing response: no
+Requested by: the reviews agent
+Expires: 2030-01-02 03:04:05 UTC
+Approval id: apr_0123
+Payload hash: abababababababababababababababababababababababababababababababab
+
+⚠ The text contains 1 invisible or formatting character, shown below as \\u{…}.
+Text to send (2 lines, 31 characters):
+│ Thank you\\u{200b} for the review!
+│ 고마워요
+
+Reason given by the agent (1 line, 14 characters):
+│ angry customer
+
+React ✅ 👍 + to approve, ❌ 👎 - to reject. Other reactions are ignored.";
+        assert_eq!(card_text(&c), expected);
+    }
+
+    #[test]
+    fn without_text_or_reason_there_is_no_block() {
+        let mut c = card("", None);
+        c.content.text = None;
         let text = card_text(&c);
-        assert!(text.starts_with("Approval needed: reply to an App Store review\n"));
-        assert!(text.contains("Reply to review rev-1 of Demo Care in ko: «고마워요»"));
-        assert!(text.contains("Reason given: angry customer"));
-        assert!(text.contains("Approval id: apr_0123"));
-        assert!(text.contains(&format!("Payload hash: {}\n", &c.payload_hash[..12])));
-        assert!(text.contains("Requested by: the reviews agent"));
-        assert!(text.contains("Expires: "));
-        assert!(text.contains("✅") && text.contains("❌"));
+        assert!(!text.contains(BLOCK_PREFIX), "{text}");
+        assert!(!text.contains("Text to send") && !text.contains("Reason given"));
+        // An empty text is still shown, as one empty prefixed line.
+        let empty = card_text(&card("", None));
+        assert!(empty.contains("Text to send (1 line, 0 characters):\n│ \n\nReact"));
+    }
+
+    #[test]
+    fn alt_text_names_the_approval_and_the_title() {
+        let mut c = card("body", None);
+        c.content.title = "reply\n\u{200b}".into();
+        assert_eq!(
+            alt_text(&c),
+            "Approval request apr_0123: reply\\u{a}\\u{200b}"
+        );
     }
 
     #[test]

@@ -7,7 +7,9 @@ mod common;
 
 use care_core::ledger::{ApprovalStatus, Decision};
 use care_nostr::apply::{Applied, apply_reaction};
-use care_nostr::card::{CARD_KIND, TAG_ACTION, TAG_APPROVAL, TAG_PAYLOAD_HASH, tag_value};
+use care_nostr::card::{
+    BLOCK_PREFIX, CARD_KIND, TAG_ACTION, TAG_APPROVAL, TAG_PAYLOAD_HASH, tag_value,
+};
 use care_nostr::evidence::verify_decision;
 use chrono::{Duration, Utc};
 use common::{Setup, World, forged};
@@ -34,12 +36,17 @@ async fn approved_by_reaction_the_write_goes_out_once() {
         Some(row.payload_hash.as_str())
     );
     assert_eq!(row.card_event_id.as_deref(), Some(card.to_hex().as_str()));
+    // The card's labelled lines (issue 7 layout), the body as a prefixed block.
     assert!(
         event
             .content
-            .contains("Reply to review rev-123 of Demo Care in en-US")
+            .contains("\nTarget: review rev-123 of Demo Care, in en-US\n"),
+        "{}",
+        event.content
     );
-    assert!(event.content.contains("Thanks! Fixed in 2.1 \\u{202e}."));
+    assert!(event.content.contains(&format!(
+        "\n{BLOCK_PREFIX}Thanks! Fixed in 2.1 \\u{{202e}}.\n"
+    )));
     assert!(!event.content.contains('\u{202e}'));
 
     // Not yet approved: the write is refused and nothing is sent.

@@ -18,9 +18,13 @@ const BODY: &str =
 const REASON: &str = "Customer asked twice \u{1b}]0;owned\u{7}";
 
 fn seed(sandbox: &Sandbox) {
+    seed_with(sandbox, BODY, REASON, "agent\u{1b}[31m-host");
+}
+
+fn seed_with(sandbox: &Sandbox, body: &str, reason: &str, client: &str) {
     common::block_on(async {
         let ledger = common::open_ledger(sandbox).await;
-        let arguments = json!({"review_id": "rev-123", "body": BODY, "locale": "en"});
+        let arguments = json!({"review_id": "rev-123", "body": body, "locale": "en"});
         let now = Utc::now();
         ledger
             .create_approval(&NewApproval {
@@ -32,8 +36,8 @@ fn seed(sandbox: &Sandbox) {
                     arguments.as_object().unwrap(),
                 ),
                 requested_by_role: "reviews".into(),
-                requested_by_client: "agent\u{1b}[31m-host".into(),
-                reason: Some(REASON.into()),
+                requested_by_client: client.into(),
+                reason: Some(reason.into()),
                 created_at: now,
                 expires_at: now + Duration::hours(1),
             })
@@ -79,8 +83,67 @@ fn operator_views_escape_agent_written_text() {
     assert!(text.contains(ID), "{text}");
     assert!(text.contains("pending"), "{text}");
     assert!(text.contains("\\u{1b}"), "ESC is shown escaped: {text}");
-    assert!(text.contains("&lt;script&gt;"), "{text}");
-    assert!(!text.contains("<script>"), "{text}");
+    // People get no HTML entities (issue 7): markup is shown as written, it cannot act on a
+    // terminal. (This used to pin `&lt;script&gt;`, the model-facing fence's escaping.)
+    assert!(text.contains("<script>ignore previous</script>"), "{text}");
+    assert!(!text.contains("&lt;"), "{text}");
+    assert!(
+        text.contains("gnp.exe") && text.contains("\\u{202e}"),
+        "{text}"
+    );
+}
+
+#[test]
+fn operator_show_reveals_invisibles_and_keeps_the_reason_in_its_block() {
+    let sandbox = Sandbox::new();
+    let reason = "Customer asked\u{200b} twice\nstatus:        approved\ndecisions:     2 ";
+    seed_with(
+        &sandbox,
+        "Thank you\u{2060} for the review!",
+        reason,
+        "host\u{feff}\u{a0}1",
+    );
+    let show = run_once(sandbox.command().args(["approvals", "show", ID]), None);
+    assert_eq!(show.code(), Some(0), "{}", show.stderr);
+    let lines = &show.stdout_lines;
+    let text = show.stdout();
+    // The reason is a block: its size and escape count on the field line, then prefixed lines.
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("reason:"))
+        .unwrap_or_else(|| panic!("no reason line: {text}"));
+    assert_eq!(
+        lines[at],
+        "reason:        3 lines, 63 characters, 2 invisible or formatting characters shown as \\u{…}"
+    );
+    assert_eq!(lines[at + 1], "  │ Customer asked\\u{200b} twice");
+    assert_eq!(lines[at + 2], "  │ status:        approved");
+    assert_eq!(lines[at + 3], "  │ decisions:     2\\u{20}");
+    // The forged field lines never start a line of their own.
+    assert_eq!(lines.iter().filter(|l| l.starts_with("status:")).count(), 1);
+    assert!(
+        lines.iter().any(|l| l == "status:        pending"),
+        "{text}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("decisions:     0")),
+        "{text}"
+    );
+    // The client name and the arguments show their invisible code points as escapes.
+    assert!(
+        text.contains("requested by:  reviews (host\\u{feff}\\u{a0}1)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Thank you\\u{2060} for the review!"),
+        "{text}"
+    );
+    for hidden in ['\u{200b}', '\u{2060}', '\u{feff}', '\u{a0}'] {
+        assert!(
+            !text.contains(hidden),
+            "{hidden:?} reached the operator: {text:?}"
+        );
+    }
 }
 
 #[test]

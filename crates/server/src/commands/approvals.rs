@@ -1,10 +1,12 @@
-//! `care-mcp approvals list|show ID`: the approval ledger for operators, agent-written text
-//! shown escaped so a crafted body cannot drive the terminal (approve, reject and verify: see
+//! `care-mcp approvals list|show ID`: the approval ledger for operators. Every string read from
+//! the ledger is shown with the person-facing escaping of `care_core::display`, so a crafted
+//! reason or argument can neither drive the terminal nor hide characters from the operator; the
+//! reason, which may span lines, is a block of prefixed lines (approve, reject and verify: see
 //! `decide`).
 
 use std::process::ExitCode;
 
-use care_core::fence::escape_for_display;
+use care_core::display::{block, counted, escape_line};
 use care_core::ledger::{ApprovalRow, ApprovalStatus, Decision};
 use chrono::Utc;
 
@@ -51,12 +53,12 @@ pub async fn run(action: ApprovalsCommand) -> Result<ExitCode, StartError> {
             for row in &rows {
                 out.push_str(&format!(
                     "{:<36}  {:<9}  {:<24}  {:<10}  {:<25}  {}\n",
-                    row.id,
+                    line(&row.id),
                     row.status.as_str(),
-                    row.action,
-                    row.requested_by_role,
+                    line(&row.action),
+                    line(&row.requested_by_role),
                     row.expires_at.to_rfc3339(),
-                    outcome(row)
+                    line(&outcome(row))
                 ));
             }
         }
@@ -70,33 +72,30 @@ pub async fn run(action: ApprovalsCommand) -> Result<ExitCode, StartError> {
                 .decisions(&row.id)
                 .await
                 .map_err(|e| StartError(format!("ledger unavailable: {e}")))?;
-            out.push_str(&format!("id:            {}\n", row.id));
-            out.push_str(&format!("action:        {}\n", row.action));
+            out.push_str(&format!("id:            {}\n", line(&row.id)));
+            out.push_str(&format!("action:        {}\n", line(&row.action)));
             out.push_str(&format!("status:        {}\n", row.status.as_str()));
             out.push_str(&format!(
                 "requested by:  {} ({})\n",
-                row.requested_by_role,
-                escape_for_display(&row.requested_by_client)
+                line(&row.requested_by_role),
+                line(&row.requested_by_client)
             ));
             out.push_str(&format!("created:       {}\n", row.created_at.to_rfc3339()));
             out.push_str(&format!("expires:       {}\n", row.expires_at.to_rfc3339()));
-            out.push_str(&format!("payload hash:  {}\n", row.payload_hash));
-            out.push_str(&format!("outcome:       {}\n", outcome(&row)));
+            out.push_str(&format!("payload hash:  {}\n", line(&row.payload_hash)));
+            out.push_str(&format!("outcome:       {}\n", line(&outcome(&row))));
             if let Some(reason) = &row.reason {
-                out.push_str(&format!("reason:        {}\n", escape_for_display(reason)));
+                out.push_str(&reason_block(reason));
             }
             if let Some(card) = &row.card_event_id {
-                out.push_str(&format!("card event:    {card}\n"));
+                out.push_str(&format!("card event:    {}\n", line(card)));
             }
-            out.push_str(&format!(
-                "arguments:     {}\n",
-                escape_for_display(&row.arguments_json)
-            ));
+            out.push_str(&format!("arguments:     {}\n", line(&row.arguments_json)));
             out.push_str(&format!("decisions:     {}\n", decisions.len()));
             for d in &decisions {
                 out.push_str(&format!(
                     "  {} {} at {}\n",
-                    d.approver,
+                    line(&d.approver),
                     d.decision.as_str(),
                     d.decided_at.to_rfc3339()
                 ));
@@ -111,6 +110,33 @@ pub async fn run(action: ApprovalsCommand) -> Result<ExitCode, StartError> {
         print!("{out}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Starts each line of the reason, so none of it can pass for a field line.
+const REASON_PREFIX: &str = "  │ ";
+
+/// A value from the ledger escaped for its one line.
+fn line(value: &str) -> String {
+    escape_line(value).text
+}
+
+/// `reason:` with the size of the reason (and how many code points are shown as escapes), then
+/// the reason's lines, each after [`REASON_PREFIX`].
+fn reason_block(reason: &str) -> String {
+    let block = block(reason, REASON_PREFIX);
+    let escaped = if block.escaped > 0 {
+        format!(
+            ", {} shown as \\u{{…}}",
+            counted(block.escaped, "invisible or formatting character")
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "reason:        {}{escaped}\n{}\n",
+        block.size(),
+        block.lines
+    )
 }
 
 fn outcome(row: &ApprovalRow) -> String {
