@@ -1,9 +1,7 @@
 //! Approver identities and the decision policy in front of the ledger: who may decide, the
 //! server's own key never, and how many distinct approvers it takes.
 
-use chrono::{DateTime, Utc};
-
-use crate::ledger::{ApprovalRow, DecideError, Decision, DecisionRow, Ledger, LedgerError};
+use crate::ledger::{ApprovalRow, DecideError, Decision, Ledger, LedgerError, NewDecision};
 
 /// A Nostr public key in lower-case hex (x-only, 32 bytes).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -38,7 +36,7 @@ impl std::fmt::Display for ApproverKey {
 /// Why a decision did not count.
 #[derive(Debug, thiserror::Error)]
 pub enum DecisionRefused {
-    #[error("the key is not a configured approver")]
+    #[error("the key is not an approver of this approval")]
     NotAnApprover,
     #[error("the server's own key cannot approve its own requests")]
     ServerKey,
@@ -48,11 +46,71 @@ pub enum DecisionRefused {
     Expired,
     #[error("approval already consumed")]
     Consumed,
+    /// A rejected approval keeps its decisions and evidence: nothing changes it any more.
+    #[error("approval already rejected")]
+    Rejected,
     #[error(transparent)]
     Ledger(#[from] LedgerError),
 }
 
-/// Who may decide and how many approvals it takes.
+/// The approvers and threshold an approval was requested under, stored on its row. Every
+/// process judges that row's reactions by this, whatever its own configuration says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowPolicy {
+    /// Sorted, distinct, never the server's own key.
+    approvers: Vec<ApproverKey>,
+    threshold: u32,
+}
+
+impl RowPolicy {
+    /// Normalises: keys sorted and deduplicated, threshold at least 1.
+    pub fn new(mut approvers: Vec<ApproverKey>, threshold: u32) -> Self {
+        approvers.sort();
+        approvers.dedup();
+        RowPolicy {
+            approvers,
+            threshold: threshold.max(1),
+        }
+    }
+
+    pub fn approvers(&self) -> &[ApproverKey] {
+        &self.approvers
+    }
+
+    pub fn threshold(&self) -> u32 {
+        self.threshold
+    }
+
+    /// Whether `key` is one of this row's approvers.
+    pub fn lists(&self, key: &ApproverKey) -> bool {
+        self.approvers.binary_search(key).is_ok()
+    }
+
+    /// The approver keys as stored: a JSON array of lower-case hex.
+    pub fn approvers_json(&self) -> String {
+        serde_json::Value::from(
+            self.approvers
+                .iter()
+                .map(|k| serde_json::Value::String(k.hex().to_owned()))
+                .collect::<Vec<_>>(),
+        )
+        .to_string()
+    }
+
+    /// Reads what [`RowPolicy::approvers_json`] stored; `None` if any entry is not a key.
+    pub fn from_stored(approvers_json: &str, threshold: u32) -> Option<Self> {
+        let items: Vec<String> = serde_json::from_str(approvers_json).ok()?;
+        let keys = items
+            .iter()
+            .map(|k| ApproverKey::parse(k))
+            .collect::<Option<Vec<_>>>()?;
+        Some(RowPolicy::new(keys, threshold))
+    }
+}
+
+/// The policy this process is configured with: who may decide on the approvals it requests
+/// (stamped onto each new row), the server's own key (never an approver), and the policy that
+/// applies to rows stored before rows carried their own.
 #[derive(Debug, Clone)]
 pub struct ApprovalPolicy {
     approvers: Vec<ApproverKey>,
@@ -75,9 +133,7 @@ impl ApprovalPolicy {
 
     /// No approvers configured means nothing can ever be approved.
     pub fn has_approvers(&self) -> bool {
-        self.approvers
-            .iter()
-            .any(|a| Some(a) != self.server_key.as_ref())
+        !self.for_new_rows().approvers.is_empty()
     }
 
     pub fn threshold(&self) -> u32 {
@@ -88,43 +144,68 @@ impl ApprovalPolicy {
         &self.approvers
     }
 
-    /// Whether `key` may decide: listed, and not the server itself (even if listed).
-    pub fn check(&self, key: &ApproverKey) -> Result<(), DecisionRefused> {
+    pub fn server_key(&self) -> Option<&ApproverKey> {
+        self.server_key.as_ref()
+    }
+
+    /// What a new approval row carries: the configured approvers without the server's own
+    /// key, and the configured threshold.
+    pub fn for_new_rows(&self) -> RowPolicy {
+        RowPolicy::new(
+            self.approvers
+                .iter()
+                .filter(|a| Some(*a) != self.server_key.as_ref())
+                .cloned()
+                .collect(),
+            self.threshold,
+        )
+    }
+
+    /// The policy `row` is judged by: its own, or for a row stored before rows carried one,
+    /// this process's.
+    pub fn of_row(&self, row: &ApprovalRow) -> RowPolicy {
+        row.policy.clone().unwrap_or_else(|| self.for_new_rows())
+    }
+
+    /// Whether `key` may decide on `row`: never the server's own key, and only a key the
+    /// row's policy lists.
+    pub fn check(&self, row: &ApprovalRow, key: &ApproverKey) -> Result<(), DecisionRefused> {
         if self.server_key.as_ref() == Some(key) {
             return Err(DecisionRefused::ServerKey);
         }
-        if !self.approvers.contains(key) {
+        if !self.of_row(row).lists(key) {
             return Err(DecisionRefused::NotAnApprover);
         }
         Ok(())
     }
 
-    /// `decide(approval_id, approver, decision, evidence)`: checks the key, then records the
-    /// decision and applies the threshold in one ledger transaction.
+    /// Records one decision on `row`: checks the key against the row's policy (the ledger
+    /// checks it again inside its transaction), then records it and applies the row's
+    /// threshold in one ledger transaction, dated by the ledger's clock.
     pub async fn decide(
         &self,
         ledger: &dyn Ledger,
-        approval_id: &str,
+        row: &ApprovalRow,
         approver: &ApproverKey,
         decision: Decision,
         evidence: &str,
-        now: DateTime<Utc>,
     ) -> Result<ApprovalRow, DecisionRefused> {
-        self.check(approver)?;
-        let row = DecisionRow {
-            approval_id: approval_id.to_owned(),
-            approver: approver.hex().to_owned(),
+        self.check(row, approver)?;
+        let new = NewDecision {
+            approval_id: row.id.clone(),
+            approver: approver.clone(),
             decision,
             evidence: evidence.to_owned(),
-            decided_at: now,
         };
         ledger
-            .record_decision(&row, self.threshold, now)
+            .record_decision(&new, &self.for_new_rows())
             .await
             .map_err(|e| match e {
                 DecideError::NotFound => DecisionRefused::NotFound,
                 DecideError::Expired => DecisionRefused::Expired,
                 DecideError::Consumed => DecisionRefused::Consumed,
+                DecideError::Rejected => DecisionRefused::Rejected,
+                DecideError::NotAnApprover => DecisionRefused::NotAnApprover,
                 DecideError::Ledger(l) => DecisionRefused::Ledger(l),
             })
     }
@@ -151,6 +232,31 @@ mod tests {
         assert!(ApproverKey::parse("not-a-key").is_none());
     }
 
+    fn row(policy: Option<RowPolicy>) -> ApprovalRow {
+        let now = chrono::Utc::now();
+        ApprovalRow {
+            id: "apr_1".into(),
+            action: "asc_review_reply".into(),
+            arguments_json: "{}".into(),
+            payload_hash: "00".repeat(32),
+            hash_encoding: crate::canonical::HashEncoding::Jcs,
+            status: crate::ledger::ApprovalStatus::Pending,
+            requested_by_role: "reviews".into(),
+            requested_by_client: "stdio".into(),
+            reason: None,
+            created_at: now,
+            expires_at: now + chrono::Duration::minutes(5),
+            decided_at: None,
+            consumed_at: None,
+            outcome: None,
+            outcome_at: None,
+            card_event_id: None,
+            card_text: None,
+            policy,
+            checked_facts_json: None,
+        }
+    }
+
     #[test]
     fn server_key_never_counts_even_when_listed() {
         let server = ApproverKey::of_secret(SERVER_SECRET_HEX).unwrap();
@@ -160,13 +266,51 @@ mod tests {
             Some(server.clone()),
             1,
         );
+        // Even a row that (wrongly) lists the server's key cannot be decided by it.
+        let listed = row(Some(RowPolicy::new(
+            vec![server.clone(), approver.clone()],
+            1,
+        )));
         assert!(matches!(
-            policy.check(&server),
+            policy.check(&listed, &server),
             Err(DecisionRefused::ServerKey)
         ));
-        assert!(policy.check(&approver).is_ok());
+        assert!(policy.check(&listed, &approver).is_ok());
+        assert_eq!(policy.for_new_rows().approvers(), [approver]);
         let only_server = ApprovalPolicy::new(vec![server.clone()], Some(server), 1);
         assert!(!only_server.has_approvers());
+    }
+
+    #[test]
+    fn the_rows_policy_decides_not_the_process() {
+        let a = ApproverKey::of_secret(APPROVER_SECRET_HEX).unwrap();
+        let b = ApproverKey::of_secret(&"33".repeat(32)).unwrap();
+        // This process lists B; the row was requested where only A was an approver.
+        let process = ApprovalPolicy::new(vec![b.clone()], None, 1);
+        let stamped = row(Some(RowPolicy::new(vec![a.clone()], 2)));
+        assert!(process.check(&stamped, &a).is_ok());
+        assert!(matches!(
+            process.check(&stamped, &b),
+            Err(DecisionRefused::NotAnApprover)
+        ));
+        assert_eq!(process.of_row(&stamped).threshold(), 2);
+        // A row from before rows carried a policy falls back to the process's.
+        let legacy = row(None);
+        assert!(process.check(&legacy, &b).is_ok());
+        assert!(process.check(&legacy, &a).is_err());
+    }
+
+    #[test]
+    fn row_policy_round_trips_and_refuses_garbage() {
+        let a = ApproverKey::of_secret(APPROVER_SECRET_HEX).unwrap();
+        let b = ApproverKey::of_secret(&"33".repeat(32)).unwrap();
+        let policy = RowPolicy::new(vec![b.clone(), a.clone(), b.clone()], 0);
+        assert_eq!(policy.approvers().len(), 2);
+        assert_eq!(policy.threshold(), 1);
+        let stored = policy.approvers_json();
+        assert_eq!(RowPolicy::from_stored(&stored, 1), Some(policy));
+        assert_eq!(RowPolicy::from_stored(r#"["not-a-key"]"#, 1), None);
+        assert_eq!(RowPolicy::from_stored("{}", 1), None);
     }
 
     #[test]
@@ -174,7 +318,7 @@ mod tests {
         let approver = ApproverKey::of_secret(APPROVER_SECRET_HEX).unwrap();
         let policy = ApprovalPolicy::new(vec![], None, 1);
         assert!(matches!(
-            policy.check(&approver),
+            policy.check(&row(None), &approver),
             Err(DecisionRefused::NotAnApprover)
         ));
     }

@@ -4,6 +4,8 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use crate::ledger::ApprovalRow;
+
 /// One fact about the write's target, shown on the card as `label: value` on one line (e.g.
 /// `Replaces an existing response: yes`). Values may hold third-party text (an app name, a
 /// topic title): the card shows them escaped, on their line, after the server's label.
@@ -66,6 +68,8 @@ pub struct SignedCard {
     pub event_id: String,
     /// The signed event as JSON, as it will be published.
     pub event_json: String,
+    /// The card's text as approvers will read it (kept on the ledger row).
+    pub text: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -84,11 +88,13 @@ pub trait ApprovalChannel: Send + Sync + std::fmt::Debug {
     /// Publishes the card; `Ok` only when at least one relay accepted it.
     async fn publish_card(&self, card: &SignedCard) -> Result<(), ChannelError>;
 
-    /// When the live subscription cannot be trusted (relay outage), fetches the reactions to
-    /// one card and applies them; a no-op while the subscription is healthy.
-    async fn sync_if_degraded(
-        &self,
-        approval_id: &str,
-        card_event_id: &str,
-    ) -> Result<(), ChannelError>;
+    /// For `approval_status`: when the live subscription cannot vouch for this row (relay
+    /// outage, a card older than the subscription, approvers this process does not follow),
+    /// fetches the card's reactions and records them; a no-op otherwise.
+    async fn refresh(&self, row: &ApprovalRow) -> Result<(), ChannelError>;
+
+    /// Right before a consume: reads the card's reactions from the relays (bounded in time)
+    /// and records every decision the ledger does not have yet. `Err` when no relay answered
+    /// completely: the caller must not consume.
+    async fn confirm(&self, row: &ApprovalRow) -> Result<(), ChannelError>;
 }

@@ -25,11 +25,13 @@ pub enum ErrorCode {
     WriteFailed,
     /// Audit-only: the call named a tool this role does not have (the caller gets a protocol error).
     UnknownTool,
+    /// The process is stopping (stdin closed or SIGTERM): no new call starts.
+    ServerStopping,
     Internal,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 18] = [
+    pub const ALL: [ErrorCode; 19] = [
         ErrorCode::InvalidInput,
         ErrorCode::NotFound,
         ErrorCode::ScopeDenied,
@@ -47,6 +49,7 @@ impl ErrorCode {
         ErrorCode::LedgerUnavailable,
         ErrorCode::WriteFailed,
         ErrorCode::UnknownTool,
+        ErrorCode::ServerStopping,
         ErrorCode::Internal,
     ];
 
@@ -69,6 +72,7 @@ impl ErrorCode {
             ErrorCode::LedgerUnavailable => "LEDGER_UNAVAILABLE",
             ErrorCode::WriteFailed => "WRITE_FAILED",
             ErrorCode::UnknownTool => "UNKNOWN_TOOL",
+            ErrorCode::ServerStopping => "SERVER_STOPPING",
             ErrorCode::Internal => "INTERNAL",
         }
     }
@@ -103,6 +107,7 @@ impl ErrorCode {
                 "The approved write could not be delivered; its approval is used up, request a new one."
             }
             ErrorCode::UnknownTool => "Unknown tool.",
+            ErrorCode::ServerStopping => "The server is stopping; retry the call in a new session.",
             ErrorCode::Internal => "An internal error occurred.",
         }
     }

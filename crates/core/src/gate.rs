@@ -1,20 +1,22 @@
 //! The gate every `tools/call` passes: lookup in the role's registry (a tool outside the role
-//! answers exactly like a name that exists nowhere), panic containment, the envelope, and the
-//! audit record of every call, denials included.
+//! answers exactly like a name that exists nowhere), panic containment, the envelope, the
+//! audit record of every call (denials included), and an orderly stop: external writes run as
+//! tracked tasks that finish and record their outcome before the process exits.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-use chrono::Utc;
 use futures::FutureExt;
 use serde_json::{Map, Value};
+use tokio_util::task::TaskTracker;
 
-use crate::catalog;
+use crate::catalog::{self, ToolKind};
 use crate::envelope;
 use crate::error::{ErrorCode, ToolError};
 use crate::ledger::AuditRecord;
-use crate::tool::{CallContext, Registry, Reply, Services};
+use crate::tool::{CallContext, Registry, Reply, Services, ToolHandler};
 
 /// What the MCP layer sends back for one call.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +31,12 @@ pub enum GateAnswer {
 pub struct Gate {
     registry: Registry,
     services: Arc<Services>,
+    /// External writes in flight. Each runs as its own task, so a write that consumed an
+    /// approval finishes (outcome and audit recorded) even when the request that started it
+    /// is dropped; [`Gate::drain`] waits for them before the process exits.
+    writes: TaskTracker,
+    /// Set by [`Gate::close`]: new calls are refused with SERVER_STOPPING.
+    closing: AtomicBool,
 }
 
 impl std::fmt::Debug for Gate {
@@ -39,9 +47,24 @@ impl std::fmt::Debug for Gate {
     }
 }
 
+/// One call's fixed facts, moved into the task that runs it.
+struct Call {
+    services: Arc<Services>,
+    handler: Arc<dyn ToolHandler>,
+    ctx: CallContext,
+    arguments: Map<String, Value>,
+    started: Instant,
+    digest: String,
+}
+
 impl Gate {
     pub fn new(registry: Registry, services: Arc<Services>) -> Self {
-        Gate { registry, services }
+        Gate {
+            registry,
+            services,
+            writes: TaskTracker::new(),
+            closing: AtomicBool::new(false),
+        }
     }
 
     pub fn registry(&self) -> &Registry {
@@ -52,23 +75,46 @@ impl Gate {
         &self.services
     }
 
+    /// Stops taking calls: every later call answers SERVER_STOPPING (audited); calls already
+    /// running go on.
+    pub fn close(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+        self.writes.close();
+    }
+
+    /// Waits until every external write in flight has finished, at most `bound`. Returns
+    /// false when some were still running at the bound.
+    pub async fn drain(&self, bound: Duration) -> bool {
+        self.close();
+        tokio::time::timeout(bound, self.writes.wait())
+            .await
+            .is_ok()
+    }
+
+    /// External writes still running.
+    pub fn writes_in_flight(&self) -> usize {
+        self.writes.len()
+    }
+
     /// Runs one call end to end. Never panics, never leaks a panic payload.
     pub async fn call(&self, name: &str, arguments: Option<Map<String, Value>>) -> GateAnswer {
         let started = Instant::now();
         let ctx = CallContext {
             role: self.registry.role(),
             client: self.services.config.client_id.clone(),
-            now: Utc::now(),
+            now: (self.services.clock)(),
         };
         let arguments = arguments.unwrap_or_default();
-        let args_value = Value::Object(arguments.clone());
 
         let Some(handler) = self.registry.get(name) else {
             // The audit names catalog tools (an attempt on another role's tool is worth
             // seeing) but never echoes a free-form name.
             let tool = catalog::lookup(name).map_or("unknown", |e| e.name);
-            let digest = self.services.auditor.digest(name, &args_value);
-            self.audit(
+            let digest = self
+                .services
+                .auditor
+                .digest(name, &Value::Object(arguments));
+            let record = audit_record(
                 &ctx,
                 tool,
                 "error",
@@ -76,14 +122,55 @@ impl Gate {
                 None,
                 started,
                 digest,
-            )
-            .await;
+            );
+            self.services.auditor.record(&record).await;
             return GateAnswer::UnknownTool;
         };
         let tool = handler.entry().name;
-        let digest = self.services.auditor.digest(tool, &args_value);
+        let digest = self
+            .services
+            .auditor
+            .digest(tool, &Value::Object(arguments.clone()));
+        let call = Call {
+            services: Arc::clone(&self.services),
+            handler: Arc::clone(handler),
+            ctx,
+            arguments,
+            started,
+            digest,
+        };
+        if self.closing.load(Ordering::SeqCst) {
+            return call.refuse(ErrorCode::ServerStopping).await;
+        }
+        if handler.entry().kind != ToolKind::ExternalWrite {
+            return call.run().await;
+        }
+        // Spawned and tracked: dropping this future (a cancelled request, the transport
+        // closing) does not stop a write between its consume and its recorded outcome.
+        match self.writes.spawn(call.run()).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                // `run` contains panics itself; a join error means the runtime is going away.
+                tracing::error!(tool, error = %e, "external write task did not finish");
+                GateAnswer::Result {
+                    envelope: envelope::failure(&ToolError::new(ErrorCode::Internal)),
+                    is_error: true,
+                }
+            }
+        }
+    }
+}
 
-        let reply = match AssertUnwindSafe(handler.call(&ctx, arguments))
+impl Call {
+    /// Answers with `code` without running the tool (audited like any call).
+    async fn refuse(self, code: ErrorCode) -> GateAnswer {
+        self.finish(Reply::of(Err(ToolError::new(code)))).await
+    }
+
+    async fn run(self) -> GateAnswer {
+        let tool = self.handler.entry().name;
+        let handler = Arc::clone(&self.handler);
+        let reply = match AssertUnwindSafe(handler.call(&self.ctx, self.arguments.clone()))
             .catch_unwind()
             .await
         {
@@ -98,7 +185,11 @@ impl Gate {
                 Reply::of(Err(ToolError::new(ErrorCode::Internal)))
             }
         };
+        self.finish(reply).await
+    }
 
+    async fn finish(self, reply: Reply) -> GateAnswer {
+        let tool = self.handler.entry().name;
         let (envelope, is_error, outcome, code) = match &reply.result {
             Ok(data) => {
                 let outcome = if reply.dry_run { "dry_run" } else { "ok" };
@@ -111,43 +202,40 @@ impl Gate {
                 (envelope::failure(err), true, "error", Some(err.code))
             }
         };
-        self.audit(
-            &ctx,
+        let record = audit_record(
+            &self.ctx,
             tool,
             outcome,
             code,
             reply.approval_id.clone(),
-            started,
-            digest,
-        )
-        .await;
-        GateAnswer::Result { envelope, is_error }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn audit(
-        &self,
-        ctx: &CallContext,
-        tool: &str,
-        outcome: &str,
-        code: Option<ErrorCode>,
-        approval_id: Option<String>,
-        started: Instant,
-        args_digest: String,
-    ) {
-        let record = AuditRecord {
-            at: ctx.now,
-            role: ctx.role.as_str().to_owned(),
-            client: ctx.client.clone(),
-            tool: tool.to_owned(),
-            outcome: outcome.to_owned(),
-            error_code: code.map(|c| c.as_str().to_owned()),
-            approval_id: approval_id
-                .filter(|id| id.len() <= 64 && id.bytes().all(|b| b.is_ascii_graphic())),
-            duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
-            args_digest,
-        };
+            self.started,
+            self.digest,
+        );
         // Queued: the answer does not wait for the INSERT; failures are logged by the auditor.
         self.services.auditor.record(&record).await;
+        GateAnswer::Result { envelope, is_error }
+    }
+}
+
+fn audit_record(
+    ctx: &CallContext,
+    tool: &str,
+    outcome: &str,
+    code: Option<ErrorCode>,
+    approval_id: Option<String>,
+    started: Instant,
+    args_digest: String,
+) -> AuditRecord {
+    AuditRecord {
+        at: ctx.now,
+        role: ctx.role.as_str().to_owned(),
+        client: ctx.client.clone(),
+        tool: tool.to_owned(),
+        outcome: outcome.to_owned(),
+        error_code: code.map(|c| c.as_str().to_owned()),
+        approval_id: approval_id
+            .filter(|id| id.len() <= 64 && id.bytes().all(|b| b.is_ascii_graphic())),
+        duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        args_digest,
     }
 }

@@ -1,13 +1,18 @@
 //! The ledger trait and its row types. `care-ledger` implements it for Postgres and SQLite;
 //! nothing else in the workspace touches SQL.
 //!
-//! Times are passed in by the caller (`now`) so expiry is decided by one clock per call and
-//! tests can move time without sleeping. Stored times are milliseconds since the Unix epoch.
+//! The ledger's own clock decides everything about an approval's time: expiry (on read, in
+//! the sweep and in the consume), decision and consumption times. A process clock that runs
+//! fast or slow can neither consume an expired approval nor expire a live one. Stored times
+//! are milliseconds since the Unix epoch.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::approvals::{ApproverKey, RowPolicy};
+use crate::canonical::HashEncoding;
 
 /// Why a ledger call failed. The detail is for stderr only; callers see LEDGER_UNAVAILABLE.
 #[derive(Debug, thiserror::Error)]
@@ -65,11 +70,54 @@ pub struct NewApproval {
     pub arguments_json: String,
     /// Hex SHA-256 of the canonical `{action, arguments}`.
     pub payload_hash: String,
+    /// Which canonical encoding `payload_hash` was computed with.
+    pub hash_encoding: HashEncoding,
     pub requested_by_role: String,
     pub requested_by_client: String,
     pub reason: Option<String>,
+    /// Read from the ledger's clock ([`Ledger::clock`]) when the request was made.
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
+    /// The approvers and threshold in force now: this row is judged by them for good.
+    pub policy: RowPolicy,
+    /// The plan's checked facts (canonical JSON object), compared again before consuming.
+    pub checked_facts_json: String,
+    /// The card shown to approvers (its chat event id and its text), when a channel showed it.
+    pub card_event_id: Option<String>,
+    pub card_text: Option<String>,
+}
+
+impl NewApproval {
+    /// A pending approval of `action` with exactly `arguments`, requested by `role` for the
+    /// times `(created_at, expires_at)` and judged by `policy`: bound to the RFC 8785 payload
+    /// hash, no reason, no card, and an empty set of checked facts.
+    pub fn for_arguments(
+        id: &str,
+        action: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+        role: &str,
+        (created_at, expires_at): (DateTime<Utc>, DateTime<Utc>),
+        policy: RowPolicy,
+    ) -> Self {
+        NewApproval {
+            id: id.to_owned(),
+            action: action.to_owned(),
+            arguments_json: crate::canonical::encode_string(&serde_json::Value::Object(
+                arguments.clone(),
+            )),
+            payload_hash: crate::canonical::payload_hash(action, arguments),
+            hash_encoding: HashEncoding::Jcs,
+            requested_by_role: role.to_owned(),
+            requested_by_client: "stdio".to_owned(),
+            reason: None,
+            created_at,
+            expires_at,
+            policy,
+            checked_facts_json: "{}".to_owned(),
+            card_event_id: None,
+            card_text: None,
+        }
+    }
 }
 
 /// The outcome of the write an approval was consumed for.
@@ -96,6 +144,8 @@ pub struct ApprovalRow {
     pub action: String,
     pub arguments_json: String,
     pub payload_hash: String,
+    /// Rows stored before payload hashes followed RFC 8785 say `LegacyV1`.
+    pub hash_encoding: HashEncoding,
     pub status: ApprovalStatus,
     pub requested_by_role: String,
     pub requested_by_client: String,
@@ -109,6 +159,13 @@ pub struct ApprovalRow {
     pub outcome_at: Option<DateTime<Utc>>,
     /// Id of the approval card event in the chat channel, once posted.
     pub card_event_id: Option<String>,
+    /// The card's text exactly as approvers read it (`None` on rows from before it was kept).
+    pub card_text: Option<String>,
+    /// The approvers and threshold stored with the row (`None` on rows from before rows
+    /// carried them: those are judged by the deciding process's configuration).
+    pub policy: Option<RowPolicy>,
+    /// The plan's checked facts when the approval was requested (`None` on older rows).
+    pub checked_facts_json: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -125,6 +182,16 @@ impl Decision {
             Decision::Reject => "reject",
         }
     }
+}
+
+/// A decision to record: the ledger dates it by its own clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewDecision {
+    pub approval_id: String,
+    pub approver: ApproverKey,
+    pub decision: Decision,
+    /// The raw signed event JSON when it came through the chat channel.
+    pub evidence: String,
 }
 
 /// One approver's decision on one approval, with the evidence it came with
@@ -148,6 +215,12 @@ pub enum DecideError {
     Expired,
     #[error("approval already consumed")]
     Consumed,
+    /// Once rejected, a row's decisions and evidence stay as they are.
+    #[error("approval already rejected")]
+    Rejected,
+    /// The key is not on the row's approver list.
+    #[error("not an approver of this approval")]
+    NotAnApprover,
     #[error(transparent)]
     Ledger(#[from] LedgerError),
 }
@@ -294,22 +367,20 @@ pub trait Ledger: Send + Sync + std::fmt::Debug {
 
     // --- approvals -----------------------------------------------------------------------
 
+    /// The ledger's clock: what approval times are measured against.
+    async fn clock(&self) -> Result<DateTime<Utc>, LedgerError>;
+
     async fn create_approval(&self, new: &NewApproval) -> Result<ApprovalRow, LedgerError>;
 
-    /// Reads a row; a row past `expires_at` that is `pending` or `approved` is first stored as
-    /// `expired` (in the same transaction) and read as such.
-    async fn approval(
-        &self,
-        id: &str,
-        now: DateTime<Utc>,
-    ) -> Result<Option<ApprovalRow>, LedgerError>;
+    /// Reads a row; a row past `expires_at` (by the ledger's clock) that is `pending` or
+    /// `approved` is first stored as `expired` and read as such.
+    async fn approval(&self, id: &str) -> Result<Option<ApprovalRow>, LedgerError>;
 
     /// Most recent first (by `created_at`, then id), expired rows marked as in [`Ledger::approval`].
     async fn list_approvals(
         &self,
         status: Option<ApprovalStatus>,
         limit: u32,
-        now: DateTime<Utc>,
     ) -> Result<Vec<ApprovalRow>, LedgerError>;
 
     /// Stores the card event id on the row (the chat channel's message id).
@@ -324,43 +395,41 @@ pub trait Ledger: Send + Sync + std::fmt::Debug {
     /// Deletes a `pending` row that was never shown to anyone (card not delivered).
     async fn discard_pending(&self, id: &str) -> Result<(), LedgerError>;
 
-    /// Records one approver's decision and applies it, in one transaction:
+    /// Records one approver's decision and applies it, in one transaction, judged by the
+    /// row's own policy (`legacy` only for rows stored without one):
+    /// - the approver must be on the row's list (`NotAnApprover` otherwise);
+    /// - a `rejected` row refuses every later decision (`Rejected`): its decisions and evidence
+    ///   stay exactly as they were;
     /// - the decision is upserted per (approval, approver), with its evidence;
     /// - a `reject` moves a `pending` or `approved` row to `rejected` (a rejection wins);
-    /// - an `approve` moves a `pending` row to `approved` once `threshold` distinct approvers
-    ///   have approved (and none rejected).
+    /// - an `approve` moves a `pending` row to `approved` once the row's threshold of distinct
+    ///   approvers have approved (and none rejected).
     ///
-    /// Refuses expired (marking the row `expired`) and consumed rows. Approver authorisation is
-    /// checked by the caller (`approvals::ApprovalPolicy`) before this is called.
+    /// Refuses expired (marking the row `expired`) and consumed rows.
     async fn record_decision(
         &self,
-        decision: &DecisionRow,
-        threshold: u32,
-        now: DateTime<Utc>,
+        decision: &NewDecision,
+        legacy: &RowPolicy,
     ) -> Result<ApprovalRow, DecideError>;
 
     async fn decisions(&self, approval_id: &str) -> Result<Vec<DecisionRow>, LedgerError>;
 
     /// The write pipeline's verify-and-consume: ONE conditional update flips the row from
-    /// `approved` to `consumed` when it is unexpired and `action` and `payload_hash` match.
-    /// When nothing was updated the row is read to name the reason.
+    /// `approved` to `consumed` when it is unexpired by the ledger's clock at that moment, and
+    /// `action`, `payload_hash` and the checked facts match (facts are not compared on rows
+    /// stored without them). When nothing was updated the row is read to name the reason.
     /// Of N concurrent callers (any number of processes) exactly one gets `Ok`.
     async fn consume(
         &self,
         id: &str,
         action: &str,
         payload_hash: &str,
-        now: DateTime<Utc>,
+        checked_facts_json: &str,
     ) -> Result<ApprovalRow, ConsumeError>;
 
     /// Records what became of the consumed write. Only a `consumed` row without an outcome
     /// takes one; a second call is a `Conflict`.
-    async fn record_outcome(
-        &self,
-        id: &str,
-        outcome: &WriteOutcome,
-        now: DateTime<Utc>,
-    ) -> Result<(), LedgerError>;
+    async fn record_outcome(&self, id: &str, outcome: &WriteOutcome) -> Result<(), LedgerError>;
 
     // --- KPI / CSAT / SLA ------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 //! The one path an external write can take: validate, plan, outbound scan, dry-run switch,
-//! audit (fail closed), verify-and-consume, apply, record the outcome.
+//! audit (fail closed), confirm the decision on the approval channel, verify-and-consume,
+//! apply, record the outcome.
 //!
 //! A domain write tool supplies `plan` and `apply`. `apply` needs a [`WritePermit`], which only
 //! this module can construct, and only after the approval row was consumed for this exact call.
@@ -12,12 +13,12 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use crate::canonical::payload_hash;
+use crate::canonical::{self, HashEncoding};
 use crate::catalog::{CatalogEntry, ToolKind};
 use crate::channel::CardContent;
 use crate::error::{ErrorCode, ToolError};
 use crate::input::{self, Validate};
-use crate::ledger::{AuditRecord, ConsumeError, WriteOutcome};
+use crate::ledger::{ApprovalRow, ApprovalStatus, AuditRecord, ConsumeError, WriteOutcome};
 use crate::tool::{CallContext, Reply, Services, ToolHandler, catalog_entry, ledger_error};
 
 /// The argument every external write takes besides its own; never part of the payload hash.
@@ -26,7 +27,8 @@ pub const APPROVAL_ID_FIELD: &str = "approval_id";
 /// What a write would do, computed without touching the outside world.
 #[derive(Debug, Clone)]
 pub struct WritePlan<P> {
-    /// What would be sent, shown to the agent in a dry run.
+    /// What would be sent, shown to the agent in a dry run. Every agent-written or
+    /// third-party text in it is fenced (`fence::fence`): the agent reads it back as data.
     pub would_send: Value,
     /// Every text that would leave the process: all of it passes the outbound scan.
     pub outbound_text: Vec<String>,
@@ -82,7 +84,9 @@ pub trait ExternalWriteTool: Send + Sync + 'static {
 pub struct CheckedPlan {
     pub would_send: Value,
     pub card: CardContent,
-    pub checked_facts: Map<String, Value>,
+    /// The checked facts as canonical JSON, as approvals store them.
+    pub checked_facts_json: String,
+    /// The RFC 8785 payload hash.
     pub payload_hash: String,
 }
 
@@ -111,6 +115,27 @@ impl<T> std::fmt::Debug for ExternalWrite<T> {
     }
 }
 
+/// A plan that passed every check, with the hash and facts an approval must match.
+struct Checked<P> {
+    plan: WritePlan<P>,
+    /// The RFC 8785 payload hash (what new approvals are bound to).
+    hash: String,
+    /// The checked facts as canonical JSON, as stored on approvals.
+    facts_json: String,
+}
+
+fn consume_error(e: ConsumeError) -> ToolError {
+    match e {
+        ConsumeError::NotFound => ToolError::new(ErrorCode::NotFound),
+        ConsumeError::Pending => ToolError::new(ErrorCode::ApprovalRequired),
+        ConsumeError::Rejected => ToolError::new(ErrorCode::ApprovalRejected),
+        ConsumeError::Expired => ToolError::new(ErrorCode::ApprovalExpired),
+        ConsumeError::Consumed => ToolError::new(ErrorCode::ApprovalConsumed),
+        ConsumeError::Mismatch => ToolError::new(ErrorCode::ApprovalMismatch),
+        ConsumeError::Ledger(l) => ledger_error(l),
+    }
+}
+
 impl<T: ExternalWriteTool> ExternalWrite<T> {
     pub fn new(tool: T, services: Arc<Services>) -> Self {
         ExternalWrite { tool, services }
@@ -120,8 +145,15 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
         &self,
         ctx: &CallContext,
         arguments: &Map<String, Value>,
-    ) -> Result<(WritePlan<T::Payload>, String), ToolError> {
+    ) -> Result<Checked<T::Payload>, ToolError> {
         let args = input::parse::<T::Args>(arguments)?;
+        // JCS numbers are doubles: an integer beyond 2^53 would share its hash with another.
+        if let Some((field, _)) = arguments
+            .iter()
+            .find(|(_, v)| canonical::check_exact(v).is_err())
+        {
+            return Err(ToolError::invalid(field.clone()));
+        }
         let plan = self.tool.plan(ctx, args).await?;
         if let Err(finding) = self
             .services
@@ -130,7 +162,12 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
         {
             return Err(ToolError::new(ErrorCode::OutboundBlocked).with_detail(finding.label()));
         }
-        Ok((plan, payload_hash(T::NAME, arguments)))
+        let facts_json = canonical::encode_string(&Value::Object(plan.checked_facts.clone()));
+        Ok(Checked {
+            plan,
+            hash: canonical::payload_hash(T::NAME, arguments),
+            facts_json,
+        })
     }
 
     async fn run(&self, ctx: &CallContext, mut arguments: Map<String, Value>) -> Reply {
@@ -147,14 +184,15 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
             approval_id: approval_id.clone(),
         };
 
-        let (plan, hash) = match self.plan_checked(ctx, &arguments).await {
-            Ok(p) => p,
+        let checked = match self.plan_checked(ctx, &arguments).await {
+            Ok(c) => c,
             Err(e) => return reply(Err(e), !self.services.config.write_enabled),
         };
 
         if !self.services.config.write_enabled {
             return reply(
-                self.dry_run(ctx, plan, &hash, approval_id.as_deref()).await,
+                self.dry_run(ctx, checked, &arguments, approval_id.as_deref())
+                    .await,
                 true,
             );
         }
@@ -170,37 +208,108 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
             .services
             .auditor
             .digest(T::NAME, &Value::Object(audited));
-        reply(self.send(ctx, plan, &hash, id, digest).await, false)
+        reply(self.send(ctx, checked, &arguments, id, digest).await, false)
+    }
+
+    /// The row, if it exists and this role requested it: another role's approval does not
+    /// exist for this role (as in `approval_status`).
+    async fn visible_row(
+        &self,
+        ctx: &CallContext,
+        id: &str,
+    ) -> Result<Option<ApprovalRow>, ToolError> {
+        Ok(self
+            .services
+            .ledger
+            .approval(id)
+            .await
+            .map_err(ledger_error)?
+            .filter(|row| row.requested_by_role == ctx.role.as_str()))
+    }
+
+    /// Confirms a live row on the approval channel (reads its reactions from the relays and
+    /// records what the ledger lacked), then reads it again; the flag says whether a channel
+    /// confirmed it. Rows that no decision can change any more (rejected, expired, consumed)
+    /// are returned as they are.
+    async fn confirmed(&self, row: ApprovalRow) -> Result<(ApprovalRow, bool), ToolError> {
+        let Some(channel) = &self.services.channel else {
+            // In-process only (tests): every role that writes is started with a channel.
+            return Ok((row, false));
+        };
+        if !matches!(
+            row.status,
+            ApprovalStatus::Pending | ApprovalStatus::Approved
+        ) {
+            return Ok((row, false));
+        }
+        channel.confirm(&row).await.map_err(|e| {
+            ToolError::new(ErrorCode::UpstreamUnavailable)
+                .with_detail(format!("approval not confirmed on the channel: {e}"))
+        })?;
+        let row = self
+            .services
+            .ledger
+            .approval(&row.id)
+            .await
+            .map_err(ledger_error)?
+            .ok_or_else(|| ToolError::new(ErrorCode::NotFound))?;
+        Ok((row, true))
+    }
+
+    /// The hash this call has under the encoding `row` was requested with.
+    fn hash_for_row(
+        &self,
+        row: &ApprovalRow,
+        checked: &Checked<T::Payload>,
+        arguments: &Map<String, Value>,
+    ) -> String {
+        match row.hash_encoding {
+            HashEncoding::Jcs => checked.hash.clone(),
+            other => canonical::payload_hash_with(other, T::NAME, arguments),
+        }
     }
 
     async fn dry_run(
         &self,
         ctx: &CallContext,
-        plan: WritePlan<T::Payload>,
-        hash: &str,
+        checked: Checked<T::Payload>,
+        arguments: &Map<String, Value>,
         approval_id: Option<&str>,
     ) -> Result<Value, ToolError> {
         let approval = match approval_id {
             None => Value::Null,
-            Some(id) => match self
-                .services
-                .ledger
-                .approval(id, ctx.now)
-                .await
-                .map_err(ledger_error)?
-            {
+            Some(id) => match self.visible_row(ctx, id).await? {
                 None => json!({ "id": id, "status": "not_found", "matches": false }),
-                Some(row) => json!({
-                    "id": id,
-                    "status": row.status.as_str(),
-                    "matches": row.action == T::NAME && row.payload_hash == hash,
-                }),
+                Some(row) => {
+                    // The same confirmation a live write makes, so the status is the one a
+                    // write would meet; an unreachable channel is reported, not fatal.
+                    let (row, confirmed) = match self.confirmed(row.clone()).await {
+                        Ok(confirmed) => confirmed,
+                        Err(e) if e.code == ErrorCode::UpstreamUnavailable => {
+                            tracing::warn!(approval_id = id, detail = ?e.detail, "dry run: channel unreachable");
+                            (row, false)
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    let matches = row.action == T::NAME
+                        && row.payload_hash == self.hash_for_row(&row, &checked, arguments)
+                        && row
+                            .checked_facts_json
+                            .as_deref()
+                            .is_none_or(|f| f == checked.facts_json);
+                    json!({
+                        "id": id,
+                        "status": row.status.as_str(),
+                        "matches": matches,
+                        "confirmed_on_channel": confirmed,
+                    })
+                }
             },
         };
         Ok(json!({
             "dry_run": true,
-            "would_send": plan.would_send,
-            "payload_hash": hash,
+            "would_send": checked.plan.would_send,
+            "payload_hash": checked.hash,
             "approval": approval,
         }))
     }
@@ -208,8 +317,8 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
     async fn send(
         &self,
         ctx: &CallContext,
-        plan: WritePlan<T::Payload>,
-        hash: &str,
+        checked: Checked<T::Payload>,
+        arguments: &Map<String, Value>,
         approval_id: &str,
         args_digest: String,
     ) -> Result<Value, ToolError> {
@@ -232,31 +341,28 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
             .await
             .map_err(ledger_error)?;
 
+        let row = self
+            .visible_row(ctx, approval_id)
+            .await?
+            .ok_or_else(|| ToolError::new(ErrorCode::NotFound))?;
+        // The channel is the truth of a decision: a rejection recorded only on the relay (made
+        // while no process was listening) is fetched and recorded here, before the consume.
+        let (row, _) = self.confirmed(row).await?;
+        let hash = self.hash_for_row(&row, &checked, arguments);
         ledger
-            .consume(approval_id, T::NAME, hash, ctx.now)
+            .consume(approval_id, T::NAME, &hash, &checked.facts_json)
             .await
-            .map_err(|e| match e {
-                ConsumeError::NotFound => ToolError::new(ErrorCode::NotFound),
-                ConsumeError::Pending => ToolError::new(ErrorCode::ApprovalRequired),
-                ConsumeError::Rejected => ToolError::new(ErrorCode::ApprovalRejected),
-                ConsumeError::Expired => ToolError::new(ErrorCode::ApprovalExpired),
-                ConsumeError::Consumed => ToolError::new(ErrorCode::ApprovalConsumed),
-                ConsumeError::Mismatch => ToolError::new(ErrorCode::ApprovalMismatch),
-                ConsumeError::Ledger(l) => ledger_error(l),
-            })?;
+            .map_err(consume_error)?;
 
         let permit = WritePermit { approval_id };
-        let applied = self.tool.apply(permit, plan.payload).await;
+        let applied = self.tool.apply(permit, checked.plan.payload).await;
         let outcome = match &applied {
             Ok(_) => WriteOutcome::Sent,
             Err(e) => WriteOutcome::Failed {
                 code: e.code.as_str().to_owned(),
             },
         };
-        if let Err(err) = ledger
-            .record_outcome(approval_id, &outcome, chrono::Utc::now())
-            .await
-        {
+        if let Err(err) = ledger.record_outcome(approval_id, &outcome).await {
             tracing::error!(approval_id, error = %err, "write outcome not recorded");
         }
         match applied {
@@ -320,12 +426,12 @@ impl<T: ExternalWriteTool> WritePlanner for ExternalWrite<T> {
         if arguments.contains_key(APPROVAL_ID_FIELD) {
             return Err(ToolError::invalid("arguments"));
         }
-        let (plan, payload_hash) = self.plan_checked(ctx, arguments).await?;
+        let checked = self.plan_checked(ctx, arguments).await?;
         Ok(CheckedPlan {
-            would_send: plan.would_send,
-            card: plan.card,
-            checked_facts: plan.checked_facts,
-            payload_hash,
+            would_send: checked.plan.would_send,
+            card: checked.plan.card,
+            checked_facts_json: checked.facts_json,
+            payload_hash: checked.hash,
         })
     }
 }

@@ -78,7 +78,7 @@ impl ExternalWriteTool for RecordingWrite {
         args: ReplyArgs,
     ) -> Result<WritePlan<(String, String)>, ToolError> {
         Ok(WritePlan {
-            would_send: json!({"review_id": args.review_id, "body": args.body}),
+            would_send: json!({"review_id": args.review_id, "body": crate::fence::fence(&args.body)}),
             outbound_text: vec![args.body.clone()],
             card: CardContent {
                 title: "reply to an App Store review".to_owned(),

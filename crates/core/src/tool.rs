@@ -21,7 +21,9 @@ use crate::input::{self, Validate};
 use crate::ledger::{Ledger, LedgerError};
 use crate::outbound::OutboundScanner;
 
-/// Who is calling and when; `now` is the one clock reading of this call.
+/// Who is calling and when; `now` is the process clock's reading at the start of the call
+/// (used for what the process records itself, such as KPI times; approval times are the
+/// ledger's, see `ledger`).
 #[derive(Debug, Clone)]
 pub struct CallContext {
     pub role: Role,
@@ -39,7 +41,12 @@ pub struct Services {
     /// Where approval cards go; `None` only in-process (tests) — roles that hold
     /// `approval_request` refuse to start without one.
     pub channel: Option<Arc<dyn ApprovalChannel>>,
+    /// The process clock behind `CallContext::now`; tests inject a skewed one.
+    pub clock: ProcessClock,
 }
+
+/// A clock reading function: the system clock in the binary.
+pub type ProcessClock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 
 impl Services {
     /// Services from a parsed config: approval policy, outbound scanner (with the config's own
@@ -56,11 +63,18 @@ impl Services {
             ledger,
             config,
             channel: None,
+            clock: Arc::new(Utc::now),
         }
     }
 
     pub fn with_channel(mut self, channel: Arc<dyn ApprovalChannel>) -> Self {
         self.channel = Some(channel);
+        self
+    }
+
+    /// Replaces the process clock (tests: a clock that runs fast or slow).
+    pub fn with_clock(mut self, clock: ProcessClock) -> Self {
+        self.clock = clock;
         self
     }
 }

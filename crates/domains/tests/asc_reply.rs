@@ -36,7 +36,8 @@ async fn dry_run_shows_what_would_be_sent_and_sends_nothing() {
     assert_eq!(w["app_name"], "<user_content>Demo Care</user_content>");
     assert_eq!(w["territory"], "KOR");
     assert_eq!(w["locale"], "ko");
-    assert_eq!(w["body"], KO_BODY);
+    // Agent-written text comes back fenced, like every text the agent did not get from us.
+    assert_eq!(w["body"], care_core::fence::fence(KO_BODY));
     assert_eq!(w["replaces_existing_response"], false);
     assert!(w.get("note").is_none());
 
@@ -131,12 +132,13 @@ async fn an_approved_reply_is_sent_once_with_exactly_the_approved_body() {
     let args = reply("rev-ko-001", KO_BODY, "ko");
     let (id, requested) = h.request_approval(args.clone()).await;
     assert_eq!(requested["status"], "pending");
-    let summary = requested["summary"].as_str().unwrap();
-    assert!(
-        summary.starts_with("Reply to review rev-ko-001 of Demo Care (KOR) in ko: «"),
-        "{summary}"
+    // The summary names the action and its target (the body is on the approvers' card).
+    assert_eq!(
+        requested["summary"],
+        care_core::fence::fence(
+            "reply to an App Store review: review rev-ko-001 of Demo Care (KOR), reply in ko"
+        )
     );
-    assert!(summary.contains(KO_BODY));
 
     // Not approved yet: nothing goes out.
     assert_eq!(
@@ -196,7 +198,7 @@ async fn an_approved_reply_is_sent_once_with_exactly_the_approved_body() {
         "APPROVAL_CONSUMED"
     );
     assert_eq!(h.fake.sent_replies().len(), 1);
-    let row = h.ledger.approval(&id, Utc::now()).await.unwrap().unwrap();
+    let row = h.ledger.approval(&id).await.unwrap().unwrap();
     assert_eq!(row.status, ApprovalStatus::Consumed);
 
     // The reply counts as the review's first response for the SLA.
@@ -212,6 +214,35 @@ async fn an_approved_reply_is_sent_once_with_exactly_the_approved_body() {
 }
 
 #[tokio::test]
+async fn an_answer_given_elsewhere_after_the_approval_is_a_mismatch() {
+    let h = harness(Options {
+        write_enabled: true,
+        ..Options::default()
+    })
+    .await;
+    let args = reply("rev-ko-001", KO_BODY, "ko");
+    let (id, _) = h.request_approval(args.clone()).await;
+    let row = h.ledger.approval(&id).await.unwrap().unwrap();
+    assert_eq!(
+        row.checked_facts_json.as_deref(),
+        Some(r#"{"replaces_existing_response":false}"#),
+        "the approver was told this reply replaces nothing"
+    );
+    h.approve(&id).await;
+    // A colleague answers the review in App Store Connect itself before the agent sends.
+    assert!(h.fake.answer_elsewhere("rev-ko-001", "답변 감사합니다."));
+    assert_eq!(
+        h.err("asc_review_reply", with_approval(args.clone(), &id))
+            .await,
+        "APPROVAL_MISMATCH"
+    );
+    assert_eq!(h.posts(), 0, "the colleague's answer is not replaced");
+    assert!(h.fake.sent_replies().is_empty());
+    let row = h.ledger.approval(&id).await.unwrap().unwrap();
+    assert_eq!(row.status, ApprovalStatus::Approved, "nothing consumed");
+}
+
+#[tokio::test]
 async fn a_reply_to_an_answered_review_replaces_its_response() {
     let h = harness(Options {
         write_enabled: true,
@@ -220,12 +251,12 @@ async fn a_reply_to_an_answered_review_replaces_its_response() {
     .await;
     let body = "Vielen Dank! Der PDF-Export ist jetzt in Version 3.2 verfügbar, schauen Sie gern einmal rein.";
     let args = reply("rev-de-002", body, "de-DE");
-    let (id, requested) = h.request_approval(args.clone()).await;
-    assert!(
-        requested["summary"]
-            .as_str()
-            .unwrap()
-            .contains("replaces the existing response")
+    let (id, _) = h.request_approval(args.clone()).await;
+    // What the approver is told about the target is stored with the approval.
+    let row = h.ledger.approval(&id).await.unwrap().unwrap();
+    assert_eq!(
+        row.checked_facts_json.as_deref(),
+        Some(r#"{"replaces_existing_response":true}"#)
     );
     h.approve(&id).await;
     h.ok("asc_review_reply", with_approval(args, &id)).await;

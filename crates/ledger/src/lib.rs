@@ -5,7 +5,8 @@
 //! - [`connect`]: picks the backend from `DATABASE_URL` (SQLite file by default).
 //! - [`postgres`] / [`sqlite`]: the two ledgers; each applies its migrations lazily, so a
 //!   database that is down at start only makes calls fail (`Unavailable`) until it returns.
-//! - `sql`: statement text shared by both backends (`$n` placeholders work in both).
+//! - `shared`: the `Ledger` implementation both backends expand, written once.
+//! - `sql`: statement text; the per-backend `Dialect` reads the ledger's own clock.
 //! - `rows`: row records and their conversion to `care_core::ledger` types.
 //! - `rules`: the approval state rules both backends apply (decisions, consume refusals).
 //! - `error`: sqlx errors mapped to `LedgerError`.
@@ -16,6 +17,7 @@ mod error;
 pub mod postgres;
 mod rows;
 mod rules;
+mod shared;
 mod sql;
 pub mod sqlite;
 #[cfg(feature = "test-support")]

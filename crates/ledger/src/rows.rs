@@ -1,6 +1,8 @@
 //! Row records as both backends return them (plain integers and text), and their conversion
 //! to and from the `care_core::ledger` types. Times are milliseconds since the Unix epoch.
 
+use care_core::approvals::RowPolicy;
+use care_core::canonical::HashEncoding;
 use care_core::ledger::{
     ApprovalRow, ApprovalStatus, AuditRecord, Channel, Decision, DecisionRow, KpiEntry, KpiSeries,
     LedgerError, WriteOutcome,
@@ -45,6 +47,7 @@ pub(crate) struct ApprovalRecord {
     action: String,
     arguments_json: String,
     payload_hash: String,
+    hash_encoding: String,
     status: String,
     requested_by_role: String,
     requested_by_client: String,
@@ -56,44 +59,69 @@ pub(crate) struct ApprovalRecord {
     outcome_json: Option<String>,
     outcome_at: Option<i64>,
     card_event_id: Option<String>,
+    card_text: Option<String>,
+    approvers_json: Option<String>,
+    threshold: Option<i32>,
+    checked_facts_json: Option<String>,
+    /// The ledger's clock when the statement ran.
+    db_now: i64,
 }
 
-impl TryFrom<ApprovalRecord> for ApprovalRow {
-    type Error = LedgerError;
-
-    fn try_from(r: ApprovalRecord) -> Result<Self, LedgerError> {
-        let outcome = r
-            .outcome_json
-            .as_deref()
-            .map(serde_json::from_str::<WriteOutcome>)
-            .transpose()
-            .map_err(|_| corrupt("outcome"))?;
-        Ok(ApprovalRow {
-            status: ApprovalStatus::parse(&r.status).ok_or_else(|| corrupt("approval status"))?,
-            created_at: time(r.created_at)?,
-            expires_at: time(r.expires_at)?,
-            decided_at: opt_time(r.decided_at)?,
-            consumed_at: opt_time(r.consumed_at)?,
-            outcome,
-            outcome_at: opt_time(r.outcome_at)?,
-            id: r.id,
-            action: r.action,
-            arguments_json: r.arguments_json,
-            payload_hash: r.payload_hash,
-            requested_by_role: r.requested_by_role,
-            requested_by_client: r.requested_by_client,
-            reason: r.reason,
-            card_event_id: r.card_event_id,
-        })
-    }
+/// A row and the ledger's clock reading of the statement that read it.
+pub(crate) fn approval_at(r: ApprovalRecord) -> Result<(ApprovalRow, DateTime<Utc>), LedgerError> {
+    let now = time(r.db_now)?;
+    let outcome = r
+        .outcome_json
+        .as_deref()
+        .map(serde_json::from_str::<WriteOutcome>)
+        .transpose()
+        .map_err(|_| corrupt("outcome"))?;
+    let policy = match (r.approvers_json.as_deref(), r.threshold) {
+        (None, None) => None,
+        (Some(keys), Some(threshold)) => Some(
+            u32::try_from(threshold)
+                .ok()
+                .and_then(|t| RowPolicy::from_stored(keys, t))
+                .ok_or_else(|| corrupt("approval policy"))?,
+        ),
+        _ => return Err(corrupt("approval policy")),
+    };
+    let row = ApprovalRow {
+        status: ApprovalStatus::parse(&r.status).ok_or_else(|| corrupt("approval status"))?,
+        hash_encoding: HashEncoding::parse(&r.hash_encoding)
+            .ok_or_else(|| corrupt("hash encoding"))?,
+        created_at: time(r.created_at)?,
+        expires_at: time(r.expires_at)?,
+        decided_at: opt_time(r.decided_at)?,
+        consumed_at: opt_time(r.consumed_at)?,
+        outcome,
+        outcome_at: opt_time(r.outcome_at)?,
+        id: r.id,
+        action: r.action,
+        arguments_json: r.arguments_json,
+        payload_hash: r.payload_hash,
+        requested_by_role: r.requested_by_role,
+        requested_by_client: r.requested_by_client,
+        reason: r.reason,
+        card_event_id: r.card_event_id,
+        card_text: r.card_text,
+        policy,
+        checked_facts_json: r.checked_facts_json,
+    };
+    Ok((row, now))
 }
 
 pub(crate) fn approval(r: ApprovalRecord) -> Result<ApprovalRow, LedgerError> {
-    ApprovalRow::try_from(r)
+    approval_at(r).map(|(row, _)| row)
 }
 
 pub(crate) fn approvals(rs: Vec<ApprovalRecord>) -> Result<Vec<ApprovalRow>, LedgerError> {
     rs.into_iter().map(approval).collect()
+}
+
+/// A row's threshold as stored (an `INTEGER` column).
+pub(crate) fn threshold(policy: &RowPolicy) -> i32 {
+    i32::try_from(policy.threshold()).unwrap_or(i32::MAX)
 }
 
 #[derive(Debug, sqlx::FromRow)]

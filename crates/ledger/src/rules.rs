@@ -12,11 +12,13 @@ pub(crate) fn lapsed(row: &ApprovalRow, now: DateTime<Utc>) -> bool {
     ) && row.expires_at <= now
 }
 
-/// Why a decision cannot be recorded on this row, if it cannot.
+/// Why a decision cannot be recorded on this row, if it cannot. A rejected row takes no
+/// further decision: its decisions and evidence stay as they were.
 pub(crate) fn decide_refusal(row: &ApprovalRow, now: DateTime<Utc>) -> Option<DecideError> {
     match row.status {
         ApprovalStatus::Consumed => Some(DecideError::Consumed),
         ApprovalStatus::Expired => Some(DecideError::Expired),
+        ApprovalStatus::Rejected => Some(DecideError::Rejected),
         _ if lapsed(row, now) => Some(DecideError::Expired),
         _ => None,
     }
@@ -51,15 +53,22 @@ pub(crate) fn consume_refusal(
     row: &ApprovalRow,
     action: &str,
     payload_hash: &str,
+    checked_facts_json: &str,
     now: DateTime<Utc>,
 ) -> ConsumeError {
+    let facts_differ = row
+        .checked_facts_json
+        .as_deref()
+        .is_some_and(|f| f != checked_facts_json);
     match row.status {
         ApprovalStatus::Consumed => ConsumeError::Consumed,
         ApprovalStatus::Rejected => ConsumeError::Rejected,
         ApprovalStatus::Expired => ConsumeError::Expired,
         _ if lapsed(row, now) => ConsumeError::Expired,
         ApprovalStatus::Pending => ConsumeError::Pending,
-        ApprovalStatus::Approved if row.action != action || row.payload_hash != payload_hash => {
+        ApprovalStatus::Approved
+            if row.action != action || row.payload_hash != payload_hash || facts_differ =>
+        {
             ConsumeError::Mismatch
         }
         // Approved and matching now, so it was still pending when the update ran (a decision

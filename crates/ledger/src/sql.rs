@@ -1,52 +1,136 @@
-//! Statement text shared by both backends. `$n` placeholders work in Postgres and in SQLite
-//! (sqlx binds `$n` to the n-th argument); times are integer milliseconds.
+//! Statement text. `$n` placeholders work in Postgres and in SQLite (sqlx binds `$n` to the
+//! n-th argument); times are integer milliseconds. Statements that read the clock or lock a row
+//! differ per backend and live in a [`Dialect`]: the ledger's own clock (never a time passed in
+//! by a process) decides expiry, decision and consumption times.
 
-/// The columns `rows::ApprovalRecord` reads, in one place.
+/// The columns `rows::ApprovalRecord` reads, followed by the ledger's clock as `db_now`.
 macro_rules! approval_columns {
-    () => {
-        "id, action, arguments_json, payload_hash, status, requested_by_role, \
-         requested_by_client, reason, created_at, expires_at, decided_at, consumed_at, \
-         outcome_json, outcome_at, card_event_id"
+    ($now:literal) => {
+        concat!(
+            "id, action, arguments_json, payload_hash, hash_encoding, status, \
+             requested_by_role, requested_by_client, reason, created_at, expires_at, \
+             decided_at, consumed_at, outcome_json, outcome_at, card_event_id, card_text, \
+             approvers_json, threshold, checked_facts_json, ",
+            $now,
+            " AS db_now"
+        )
     };
 }
 
+/// The statements that read the clock or lock, written once for both backends.
+#[derive(Debug)]
+pub(crate) struct Dialect {
+    /// The ledger's clock, in milliseconds since the Unix epoch.
+    pub clock: &'static str,
+    pub insert_approval: &'static str,
+    pub select_approval: &'static str,
+    /// Read inside a decision's transaction; Postgres locks the row, SQLite's `BEGIN
+    /// IMMEDIATE` already holds the database's write lock.
+    pub select_approval_for_decision: &'static str,
+    /// $1 id.
+    pub expire_one: &'static str,
+    pub expire_all: &'static str,
+    /// $1 status or NULL, $2 limit.
+    pub list_approvals: &'static str,
+    /// $1 approval, $2 approver, $3 decision, $4 evidence.
+    pub upsert_decision: &'static str,
+    /// $1 id, $2 status.
+    pub set_decided: &'static str,
+    /// The one conditional update behind consume. $1 id, $2 action, $3 payload hash, $4
+    /// checked facts (not compared on rows stored without them).
+    pub consume: &'static str,
+    /// $1 id, $2 outcome JSON.
+    pub record_outcome: &'static str,
+}
+
+macro_rules! dialect {
+    ($now:literal, $lock:literal) => {
+        Dialect {
+            clock: concat!("SELECT ", $now),
+            insert_approval: concat!(
+                "INSERT INTO approvals (id, action, arguments_json, payload_hash, hash_encoding, \
+                 status, requested_by_role, requested_by_client, reason, created_at, expires_at, \
+                 card_event_id, card_text, approvers_json, threshold, checked_facts_json) \
+                 VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $10, $11, $12, $13, $14, \
+                 $15) RETURNING ",
+                approval_columns!($now)
+            ),
+            select_approval: concat!(
+                "SELECT ",
+                approval_columns!($now),
+                " FROM approvals WHERE id = $1"
+            ),
+            select_approval_for_decision: concat!(
+                "SELECT ",
+                approval_columns!($now),
+                " FROM approvals WHERE id = $1",
+                $lock
+            ),
+            expire_one: concat!(
+                "UPDATE approvals SET status = 'expired' \
+                 WHERE id = $1 AND status IN ('pending', 'approved') AND expires_at <= ",
+                $now
+            ),
+            expire_all: concat!(
+                "UPDATE approvals SET status = 'expired' \
+                 WHERE status IN ('pending', 'approved') AND expires_at <= ",
+                $now
+            ),
+            list_approvals: concat!(
+                "SELECT ",
+                approval_columns!($now),
+                " FROM approvals WHERE ($1 IS NULL OR status = $1) \
+                 ORDER BY created_at DESC, id DESC LIMIT $2"
+            ),
+            upsert_decision: concat!(
+                "INSERT INTO approval_decisions \
+                 (approval_id, approver, decision, evidence, decided_at) \
+                 VALUES ($1, $2, $3, $4, ",
+                $now,
+                ") ON CONFLICT (approval_id, approver) DO UPDATE SET \
+                 decision = excluded.decision, evidence = excluded.evidence, \
+                 decided_at = excluded.decided_at"
+            ),
+            set_decided: concat!(
+                "UPDATE approvals SET status = $2, decided_at = ",
+                $now,
+                " WHERE id = $1 RETURNING ",
+                approval_columns!($now)
+            ),
+            consume: concat!(
+                "UPDATE approvals SET status = 'consumed', consumed_at = ",
+                $now,
+                " WHERE id = $1 AND status = 'approved' AND action = $2 AND payload_hash = $3 \
+                 AND (checked_facts_json IS NULL OR checked_facts_json = $4) \
+                 AND expires_at > ",
+                $now,
+                " RETURNING ",
+                approval_columns!($now)
+            ),
+            record_outcome: concat!(
+                "UPDATE approvals SET outcome_json = $2, outcome_at = ",
+                $now,
+                " WHERE id = $1 AND status = 'consumed' AND outcome_json IS NULL"
+            ),
+        }
+    };
+}
+
+/// Postgres: the statement's start time (one reading per statement, so a consume's check and
+/// its `consumed_at` agree).
+pub(crate) const POSTGRES: Dialect = dialect!(
+    "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT",
+    " FOR UPDATE"
+);
+
+/// SQLite: `'now'` is fixed for the duration of one statement. (`julianday` rather than
+/// `unixepoch('subsec')`, which needs SQLite 3.42.)
+pub(crate) const SQLITE: Dialect = dialect!(
+    "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
+    ""
+);
+
 pub(crate) const PING: &str = "SELECT 1";
-
-pub(crate) const INSERT_APPROVAL: &str = concat!(
-    "INSERT INTO approvals (id, action, arguments_json, payload_hash, status, requested_by_role, \
-     requested_by_client, reason, created_at, expires_at) \
-     VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9) RETURNING ",
-    approval_columns!()
-);
-
-pub(crate) const SELECT_APPROVAL: &str = concat!(
-    "SELECT ",
-    approval_columns!(),
-    " FROM approvals WHERE id = $1"
-);
-
-/// Postgres only: the row lock that serialises deciders (SQLite locks the whole file instead).
-pub(crate) const SELECT_APPROVAL_FOR_UPDATE: &str = concat!(
-    "SELECT ",
-    approval_columns!(),
-    " FROM approvals WHERE id = $1 FOR UPDATE"
-);
-
-/// $1 id, $2 now.
-pub(crate) const EXPIRE_ONE: &str = "UPDATE approvals SET status = 'expired' \
-     WHERE id = $1 AND status IN ('pending', 'approved') AND expires_at <= $2";
-
-/// $1 now.
-pub(crate) const EXPIRE_ALL: &str = "UPDATE approvals SET status = 'expired' \
-     WHERE status IN ('pending', 'approved') AND expires_at <= $1";
-
-/// $1 status or NULL, $2 limit.
-pub(crate) const LIST_APPROVALS: &str = concat!(
-    "SELECT ",
-    approval_columns!(),
-    " FROM approvals WHERE ($1 IS NULL OR status = $1) \
-     ORDER BY created_at DESC, id DESC LIMIT $2"
-);
 
 pub(crate) const APPROVAL_BY_CARD_EVENT: &str = "SELECT id FROM approvals WHERE card_event_id = $1";
 
@@ -58,38 +142,14 @@ pub(crate) const DISCARD_PENDING: &str =
 
 pub(crate) const APPROVAL_EXISTS: &str = "SELECT COUNT(*) FROM approvals WHERE id = $1";
 
-/// $1 approval, $2 approver, $3 decision, $4 evidence, $5 decided_at.
-pub(crate) const UPSERT_DECISION: &str = "INSERT INTO approval_decisions \
-     (approval_id, approver, decision, evidence, decided_at) VALUES ($1, $2, $3, $4, $5) \
-     ON CONFLICT (approval_id, approver) DO UPDATE SET decision = excluded.decision, \
-     evidence = excluded.evidence, decided_at = excluded.decided_at";
-
 /// Distinct approvers per decision: the primary key keeps one decision per approver.
 pub(crate) const COUNT_DECISIONS: &str = "SELECT \
      COUNT(CASE WHEN decision = 'approve' THEN 1 END), \
      COUNT(CASE WHEN decision = 'reject' THEN 1 END) \
      FROM approval_decisions WHERE approval_id = $1";
 
-/// $1 id, $2 status, $3 decided_at.
-pub(crate) const SET_DECIDED: &str = concat!(
-    "UPDATE approvals SET status = $2, decided_at = $3 WHERE id = $1 RETURNING ",
-    approval_columns!()
-);
-
 pub(crate) const SELECT_DECISIONS: &str = "SELECT approval_id, approver, decision, evidence, \
      decided_at FROM approval_decisions WHERE approval_id = $1 ORDER BY decided_at, approver";
-
-/// The one conditional update behind consume. $1 id, $2 action, $3 payload hash, $4 now.
-pub(crate) const CONSUME: &str = concat!(
-    "UPDATE approvals SET status = 'consumed', consumed_at = $4 \
-     WHERE id = $1 AND status = 'approved' AND action = $2 AND payload_hash = $3 \
-     AND expires_at > $4 RETURNING ",
-    approval_columns!()
-);
-
-/// $1 id, $2 outcome JSON, $3 now.
-pub(crate) const RECORD_OUTCOME: &str = "UPDATE approvals SET outcome_json = $2, outcome_at = $3 \
-     WHERE id = $1 AND status = 'consumed' AND outcome_json IS NULL";
 
 pub(crate) const INSERT_KPI: &str = "INSERT INTO kpi_entries \
      (metric, value, target, unit, higher_is_better, recorded_at, recorded_by_role) \

@@ -121,6 +121,33 @@ pub async fn fresh_postgres_db() -> (String, PgTestDb) {
     (url, guard)
 }
 
+/// Runs one statement on the ledger at `url` (a `sqlite:` or `postgres:` URL), for tests that
+/// must reach under the `Ledger` trait: a row as an older release stored it, an expiry already
+/// past. Returns the number of rows changed.
+pub async fn execute(url: &str, statement: &str) -> Result<u64, String> {
+    let statement = AssertSqlSafe(statement.to_owned());
+    if url.starts_with("sqlite:") {
+        let options =
+            sqlx::sqlite::SqliteConnectOptions::from_str(url).map_err(|e| e.to_string())?;
+        let mut conn = options.connect().await.map_err(|e| e.to_string())?;
+        let done = sqlx::query(statement)
+            .execute(&mut conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        conn.close().await.map_err(|e| e.to_string())?;
+        Ok(done.rows_affected())
+    } else {
+        let options = PgConnectOptions::from_str(url).map_err(|e| e.to_string())?;
+        let mut conn = options.connect().await.map_err(|e| e.to_string())?;
+        let done = sqlx::query(statement)
+            .execute(&mut conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        conn.close().await.map_err(|e| e.to_string())?;
+        Ok(done.rows_affected())
+    }
+}
+
 /// A SQLite ledger file in a fresh temporary directory (removed with the guard); the URL is
 /// `sqlite://<dir>/ledger.db`. The file does not exist until a ledger opens it.
 ///

@@ -8,9 +8,11 @@ use std::path::Path;
 
 use std::time::{Duration, Instant};
 
+use care_core::approvals::{ApproverKey, RowPolicy};
+use care_core::canonical::HashEncoding;
 use care_core::ledger::{Ledger, LedgerError, NewApproval};
 use care_ledger::test_support::ThrowawayCluster as Cluster;
-use chrono::{TimeDelta, Utc};
+use chrono::TimeDelta;
 
 /// Asserts the ledger answers `Unavailable`, and promptly (the acquire timeout, not a hang).
 async fn assert_unavailable(ledger: &dyn Ledger) {
@@ -20,7 +22,7 @@ async fn assert_unavailable(ledger: &dyn Ledger) {
         matches!(ping, Err(LedgerError::Unavailable(_))),
         "ping: {ping:?}"
     );
-    let read = ledger.approval("o-1", Utc::now()).await;
+    let read = ledger.approval("o-1").await;
     assert!(
         matches!(read, Err(LedgerError::Unavailable(_))),
         "approval: {read:?}"
@@ -62,7 +64,7 @@ async fn postgres_outage_at_start_and_midway_recovers() {
     // Up: the same ledger connects and applies its migrations.
     cluster.start();
     assert_recovers(ledger.as_ref()).await;
-    let now = Utc::now();
+    let now = ledger.clock().await.unwrap();
     ledger
         .create_approval(&NewApproval {
             id: "o-1".to_owned(),
@@ -74,6 +76,11 @@ async fn postgres_outage_at_start_and_midway_recovers() {
             reason: None,
             created_at: now,
             expires_at: now + TimeDelta::minutes(10),
+            hash_encoding: HashEncoding::Jcs,
+            policy: RowPolicy::new(vec![approver()], 1),
+            checked_facts_json: "{}".to_owned(),
+            card_event_id: None,
+            card_text: None,
         })
         .await
         .unwrap();
@@ -85,8 +92,13 @@ async fn postgres_outage_at_start_and_midway_recovers() {
     // Back: recovered without a restart, data intact.
     cluster.start();
     assert_recovers(ledger.as_ref()).await;
-    let row = ledger.approval("o-1", Utc::now()).await.unwrap();
+    let row = ledger.approval("o-1").await.unwrap();
     assert!(row.is_some(), "the row written before the outage is there");
 
     eprintln!("outage test took {:?}", started.elapsed());
+}
+
+/// A throwaway approver key (secret `0x11…11`).
+fn approver() -> ApproverKey {
+    ApproverKey::of_secret(&"11".repeat(32)).unwrap()
 }

@@ -7,7 +7,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use care_core::ledger::{ApprovalStatus, ConsumeError, Decision, DecisionRow, NewApproval};
+use care_core::approvals::{ApproverKey, RowPolicy};
+use care_core::canonical::HashEncoding;
+use care_core::ledger::{ApprovalStatus, ConsumeError, Decision, NewApproval, NewDecision};
 use care_ledger::test_support::{fresh_postgres_db, temp_sqlite};
 use chrono::{TimeDelta, Utc};
 
@@ -45,7 +47,7 @@ async fn race_child() {
         .map(|_| {
             let ledger = ledger.clone();
             let id = id.clone();
-            tokio::spawn(async move { ledger.consume(&id, ACTION, HASH, Utc::now()).await })
+            tokio::spawn(async move { ledger.consume(&id, ACTION, HASH, "{}").await })
         })
         .collect();
     let (mut won, mut consumed, mut other) = (0, 0, Vec::new());
@@ -67,7 +69,7 @@ async fn race(url: &str) {
     let ledger = care_ledger::connect(Some(url), Path::new("/nonexistent/unused.db"))
         .await
         .unwrap();
-    let now = Utc::now();
+    let now = ledger.clock().await.unwrap();
     let id = format!("race-{}", uuid::Uuid::new_v4().simple());
     ledger
         .create_approval(&NewApproval {
@@ -80,17 +82,24 @@ async fn race(url: &str) {
             reason: None,
             created_at: now,
             expires_at: now + TimeDelta::minutes(10),
+            hash_encoding: HashEncoding::Jcs,
+            policy: RowPolicy::new(vec![approver()], 1),
+            checked_facts_json: "{}".to_owned(),
+            card_event_id: None,
+            card_text: None,
         })
         .await
         .unwrap();
-    let approval = DecisionRow {
+    let approval = NewDecision {
         approval_id: id.clone(),
-        approver: "aa".to_owned(),
+        approver: approver(),
         decision: Decision::Approve,
         evidence: "{}".to_owned(),
-        decided_at: now,
     };
-    ledger.record_decision(&approval, 1, now).await.unwrap();
+    ledger
+        .record_decision(&approval, &RowPolicy::new(Vec::new(), 1))
+        .await
+        .unwrap();
 
     // Every child waits for the same start line, well after all of them are up.
     let start = (Utc::now() + TimeDelta::milliseconds(2500)).timestamp_millis();
@@ -128,7 +137,7 @@ async fn race(url: &str) {
         PROCESSES * TASKS - 1,
         "every other consumer is told Consumed"
     );
-    let row = ledger.approval(&id, Utc::now()).await.unwrap().unwrap();
+    let row = ledger.approval(&id).await.unwrap().unwrap();
     assert_eq!(row.status, ApprovalStatus::Consumed);
 }
 
@@ -142,4 +151,9 @@ async fn consume_race_across_processes_sqlite() {
 async fn consume_race_across_processes_postgres() {
     let (url, _db) = fresh_postgres_db().await;
     race(&url).await;
+}
+
+/// A throwaway approver key (secret `0x11…11`).
+fn approver() -> ApproverKey {
+    ApproverKey::of_secret(&"11".repeat(32)).unwrap()
 }

@@ -1,12 +1,15 @@
-//! One reaction event applied to the ledger: find the approval its card belongs to, evaluate it
-//! against that row, and record a counted decision through `ApprovalPolicy::decide` with the
-//! signed event as evidence. Used by the live subscription and by fetch-on-read alike.
+//! One reaction event applied to the ledger. The cheap checks come first and need no ledger:
+//! the event's id and signature, its kind and target, and whether its author is an approver
+//! this process knows of. Only then is the approval found by its card, the reaction evaluated
+//! against that row's own policy (approvers, threshold, time window), and a counted decision
+//! recorded through `ApprovalPolicy::decide` with the signed event as evidence. Used by the
+//! live subscription, fetch-on-read and the confirmation before a consume alike.
 
 use care_core::approvals::{ApprovalPolicy, DecisionRefused};
 use care_core::ledger::{ApprovalStatus, Ledger, LedgerError};
-use chrono::{DateTime, Utc};
 use nostr_sdk::{Event, JsonUtil};
 
+use crate::gatekeeper::{KnownApprovers, RefusalLog};
 use crate::reaction::{self, CardWindow};
 
 /// What became of one reaction.
@@ -19,24 +22,47 @@ pub enum Applied {
     },
     /// Aimed at one of our cards but does not count (the reason is for logs).
     Refused { approval_id: String, reason: String },
+    /// Refused before any ledger query: forged, not a reaction, or by a key no approval of
+    /// ours lists.
+    Dropped { reason: String },
     /// Not a reaction to any card of ours (other group traffic, discarded cards).
     NotOurs,
+}
+
+/// What applying a reaction needs besides the ledger.
+#[derive(Debug)]
+pub struct Judge<'a> {
+    pub policy: &'a ApprovalPolicy,
+    pub known: &'a KnownApprovers,
+    pub refusals: &'a RefusalLog,
+}
+
+impl Judge<'_> {
+    fn dropped(&self, event: &Event, reason: String) -> Applied {
+        if self.refusals.admit() {
+            tracing::warn!(event_id = %event.id, author = %event.pubkey, reason = %reason, "reaction dropped");
+        }
+        Applied::Dropped { reason }
+    }
 }
 
 /// Applies `event`. `Err` only for a ledger failure, so the caller can retry later.
 pub async fn apply_reaction(
     ledger: &dyn Ledger,
-    policy: &ApprovalPolicy,
+    judge: &Judge<'_>,
     event: &Event,
-    now: DateTime<Utc>,
 ) -> Result<Applied, LedgerError> {
-    let Ok(target) = reaction::target(event) else {
-        return Ok(Applied::NotOurs);
+    let target = match reaction::verify_shape(event) {
+        Ok(target) => target,
+        Err(refusal) => return Ok(judge.dropped(event, refusal.to_string())),
     };
+    if !judge.known.knows(&event.pubkey.to_hex()) {
+        return Ok(judge.dropped(event, reaction::Refusal::NotAnApprover.to_string()));
+    }
     let Some(approval_id) = ledger.approval_id_by_card_event(&target.to_hex()).await? else {
         return Ok(Applied::NotOurs);
     };
-    let Some(row) = ledger.approval(&approval_id, now).await? else {
+    let Some(row) = ledger.approval(&approval_id).await? else {
         return Ok(Applied::NotOurs);
     };
     let card = CardWindow {
@@ -45,24 +71,29 @@ pub async fn apply_reaction(
         expires_at: row.expires_at,
     };
     let refused = |reason: String| {
-        tracing::warn!(
-            approval_id = %row.id,
-            event_id = %event.id,
-            author = %event.pubkey,
-            reason = %reason,
-            "reaction refused"
-        );
+        if judge.refusals.admit() {
+            tracing::warn!(
+                approval_id = %row.id,
+                event_id = %event.id,
+                author = %event.pubkey,
+                reason = %reason,
+                "reaction refused"
+            );
+        }
         Ok(Applied::Refused {
             approval_id: row.id.clone(),
             reason,
         })
     };
-    let (approver, decision) = match reaction::evaluate(event, &card, policy) {
-        Ok(counted) => counted,
-        Err(refusal) => return refused(refusal.to_string()),
-    };
-    match policy
-        .decide(ledger, &row.id, &approver, decision, &event.as_json(), now)
+    let row_policy = judge.policy.of_row(&row);
+    let (approver, decision) =
+        match reaction::evaluate(event, &card, &row_policy, judge.policy.server_key()) {
+            Ok(counted) => counted,
+            Err(refusal) => return refused(refusal.to_string()),
+        };
+    match judge
+        .policy
+        .decide(ledger, &row, &approver, decision, &event.as_json())
         .await
     {
         Ok(after) => {

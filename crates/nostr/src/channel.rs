@@ -1,7 +1,10 @@
 //! [`NostrChannel`]: `ApprovalChannel` over Nostr relays. Cards are signed before the ledger row
 //! exists and published to the connected relays (success = at least one relay said OK); the
-//! live subscription (see [`crate::listener`]) moves rows as reactions arrive; while it cannot
-//! be trusted, `sync_if_degraded` fetches one card's reactions on read.
+//! live subscription (see [`crate::listener`]) moves rows as reactions arrive, so
+//! `approval_status` is timely; `refresh` fetches one card's reactions on read when the
+//! subscription cannot vouch for it. Correctness does not depend on the subscription: right
+//! before a consume, `confirm` reads the card's reactions from the relays (each up to its EOSE,
+//! bounded in time) and records what the ledger lacked; no complete answer, no consume.
 //!
 //! Starting never waits for a relay: an unreachable relay at start leaves the server serving,
 //! `approval_request` answering unavailable, and the pool reconnecting in the background with a
@@ -13,16 +16,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 use care_core::approvals::ApprovalPolicy;
 use care_core::channel::{ApprovalCard, ApprovalChannel, ChannelError, SignedCard};
-use care_core::ledger::Ledger;
-use chrono::Utc;
+use care_core::ledger::{ApprovalRow, Ledger};
 use nostr_sdk::{
     Alphabet, Client, Event, EventId, Filter, JsonUtil, Keys, Kind, PublicKey, RelayOptions,
     RelayUrl, SingleLetterTag, SubscribeOptions, SubscriptionId, Timestamp,
 };
 
-use crate::apply::apply_reaction;
+use crate::apply::{Judge, apply_reaction};
 use crate::card::sign_card_event;
 use crate::error::NostrError;
+use crate::gatekeeper::{KnownApprovers, RefusalLog};
 use crate::health::Health;
 use crate::listener;
 use crate::settings::{ChannelOptions, ChannelSettings};
@@ -43,6 +46,19 @@ pub(crate) struct Shared {
     pub subscription: SubscriptionId,
     /// When this process subscribed; earlier cards are fetched once on read.
     pub started_at: Timestamp,
+    /// Approver keys whose reactions are worth a ledger lookup.
+    pub known: KnownApprovers,
+    pub refusals: RefusalLog,
+}
+
+impl Shared {
+    pub fn judge(&self) -> Judge<'_> {
+        Judge {
+            policy: &self.policy,
+            known: &self.known,
+            refusals: &self.refusals,
+        }
+    }
 }
 
 impl Shared {
@@ -126,6 +142,8 @@ impl NostrChannel {
         let client = Client::builder().signer(keys.clone()).build();
         Ok(NostrChannel {
             shared: Arc::new(Shared {
+                known: KnownApprovers::new(policy.for_new_rows().approvers()),
+                refusals: RefusalLog::default(),
                 health: Health::new(relays.clone()),
                 keys,
                 client,
@@ -231,49 +249,88 @@ impl NostrChannel {
         }
     }
 
-    /// Whether this card's reactions must be fetched rather than trusted to the subscription.
-    async fn needs_fetch(&self, approval_id: &str, card: &EventId) -> bool {
+    /// Whether this row's reactions must be fetched rather than trusted to the subscription.
+    fn needs_fetch(&self, row: &ApprovalRow, card: &EventId) -> bool {
         let s = &self.shared;
-        if !s.is_live().await || s.health.is_dirty(card) {
+        // Approvers this process did not follow: the subscription may have dropped theirs.
+        let learned = row
+            .policy
+            .as_ref()
+            .is_some_and(|policy| s.known.learn(policy));
+        if learned || s.health.is_dirty(card) {
             return true;
         }
         if s.health.was_fetched(card) {
             return false;
         }
         // A card older than the subscription may have reactions the subscription never saw.
-        match s.ledger.approval(approval_id, Utc::now()).await {
-            Ok(Some(row)) => row.created_at.timestamp() < s.started_at.as_secs() as i64,
-            _ => true,
-        }
+        row.created_at.timestamp() < s.started_at.as_secs() as i64
     }
 
-    /// Fetches the reactions to `card` and applies them, oldest first.
+    /// Reads `card`'s reactions from every connected relay (each up to its EOSE, within the
+    /// fetch timeout) and applies them, oldest first. `Err` unless at least one relay answered
+    /// completely; reactions from relays that did not are applied all the same (each is signed).
     async fn fetch_and_apply(&self, card: EventId) -> Result<(), ChannelError> {
         let s = &self.shared;
-        let connected = s.connected_relays().await;
+        let connected = self.connected_within_wait().await;
         if connected.is_empty() {
             return Err(unavailable("no relay connected"));
         }
-        let events = s
-            .client
-            .fetch_events_from(
-                connected,
-                Filter::new().kind(Kind::Reaction).event(card),
-                s.options.fetch_timeout,
-            )
-            .await
-            .map_err(unavailable)?;
-        let mut events: Vec<Event> = events.into_iter().collect();
+        let relays = s.client.relays().await;
+        let filter = Filter::new().kind(Kind::Reaction).event(card);
+        let fetches = connected
+            .iter()
+            .filter_map(|url| relays.get(url))
+            .map(|relay| {
+                let filter = filter.clone();
+                async move {
+                    (
+                        relay.url().clone(),
+                        crate::fetch::complete(relay, filter, s.options.fetch_timeout).await,
+                    )
+                }
+            });
+        let answers = futures::future::join_all(fetches).await;
+        let mut events: Vec<Event> = Vec::new();
+        let mut complete = 0usize;
+        let mut failures = Vec::new();
+        for (url, answer) in answers {
+            match answer {
+                Ok(found) => {
+                    complete += 1;
+                    events.extend(found);
+                }
+                Err(e) => failures.push(format!("{url}: {e}")),
+            }
+        }
         events.sort_by_key(|e| (e.created_at, e.id));
+        events.dedup_by_key(|e| e.id);
         for event in &events {
-            if let Err(e) = apply_reaction(s.ledger.as_ref(), &s.policy, event, Utc::now()).await {
+            if let Err(e) = apply_reaction(s.ledger.as_ref(), &s.judge(), event).await {
                 s.health.mark_dirty(card);
                 return Err(unavailable(format!("ledger: {e}")));
             }
         }
+        if complete == 0 {
+            s.health.mark_dirty(card);
+            return Err(unavailable(format!(
+                "no relay answered completely ({})",
+                failures.join("; ")
+            )));
+        }
+        for failure in &failures {
+            tracing::warn!(failure = %failure, "a relay did not answer a reaction fetch");
+        }
         s.health.mark_fetched(card);
         Ok(())
     }
+}
+
+fn card_of(row: &ApprovalRow) -> Result<EventId, ChannelError> {
+    row.card_event_id
+        .as_deref()
+        .and_then(|c| EventId::from_hex(c).ok())
+        .ok_or_else(|| unavailable("the approval has no card on the channel"))
 }
 
 #[async_trait]
@@ -283,6 +340,7 @@ impl ApprovalChannel for NostrChannel {
             .map_err(|e| ChannelError::Signing(e.to_string()))?;
         Ok(SignedCard {
             event_id: event.id.to_hex(),
+            text: event.content.clone(),
             event_json: event.as_json(),
         })
     }
@@ -315,17 +373,21 @@ impl ApprovalChannel for NostrChannel {
         Ok(())
     }
 
-    async fn sync_if_degraded(
-        &self,
-        approval_id: &str,
-        card_event_id: &str,
-    ) -> Result<(), ChannelError> {
-        let Ok(card) = EventId::from_hex(card_event_id) else {
-            return Err(unavailable("stored card id is not an event id"));
-        };
-        if !self.needs_fetch(approval_id, &card).await {
+    async fn refresh(&self, row: &ApprovalRow) -> Result<(), ChannelError> {
+        let card = card_of(row)?;
+        if self.shared.is_live().await && !self.needs_fetch(row, &card) {
             return Ok(());
         }
+        self.fetch_and_apply(card).await
+    }
+
+    async fn confirm(&self, row: &ApprovalRow) -> Result<(), ChannelError> {
+        let card = card_of(row)?;
+        if let Some(policy) = &row.policy {
+            self.shared.known.learn(policy);
+        }
+        // Always fetched, whatever the live subscription saw: a rejection made while no
+        // process was listening (or this one could not reach the relay) is on the relay.
         self.fetch_and_apply(card).await
     }
 }

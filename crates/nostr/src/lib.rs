@@ -9,7 +9,10 @@
 //! - [`settings`]: what the channel is built from (`CARE_NOSTR_*`, `CARE_APPROVAL_CHANNEL`).
 //! - [`card`]: the card event: plain-words text, machine tags, signing.
 //! - [`reaction`]: reaction content mapping, the pure evaluator, building a reaction.
-//! - [`apply`]: one reaction event applied to the ledger through the policy.
+//! - [`gatekeeper`]: known approver keys and the bounded-rate refusal log (no ledger work
+//!   for forged or stranger reactions).
+//! - [`apply`]: one reaction event applied to the ledger through the row's policy.
+//! - [`fetch`]: reading one card's reactions from a relay up to its EOSE.
 //! - [`evidence`]: offline re-verification of stored decisions.
 //! - [`health`]: whether the live subscription can be trusted, per relay.
 //! - [`listener`]: the live subscription tasks (one per relay).
@@ -23,6 +26,8 @@ pub mod card;
 pub mod channel;
 pub mod error;
 pub mod evidence;
+pub mod fetch;
+pub mod gatekeeper;
 pub mod health;
 pub mod keys;
 pub mod listener;

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use chrono::Utc;
 use nostr_sdk::pool::RelayNotification;
 use nostr_sdk::{Kind, Relay, RelayMessage, RelayStatus, SubscribeOptions};
 use tokio::sync::broadcast;
@@ -28,7 +27,7 @@ pub(crate) async fn run(
                 event,
             }) if subscription_id == shared.subscription && event.kind == Kind::Reaction => {
                 if let Err(e) =
-                    apply_reaction(shared.ledger.as_ref(), &shared.policy, &event, Utc::now()).await
+                    apply_reaction(shared.ledger.as_ref(), &shared.judge(), &event).await
                 {
                     // Not lost: the next status read of that card fetches it again.
                     if let Ok(card) = reaction::target(&event) {

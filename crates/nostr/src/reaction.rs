@@ -4,7 +4,7 @@
 //! The evaluator trusts nothing from the relay: it re-verifies id and signature, takes the
 //! target from the LAST `e` tag (as NIP-25 says), and checks the time window and the author.
 
-use care_core::approvals::{ApprovalPolicy, ApproverKey, DecisionRefused};
+use care_core::approvals::{ApproverKey, RowPolicy};
 use care_core::ledger::Decision;
 use chrono::{DateTime, Utc};
 use nostr_sdk::{Event, EventBuilder, EventId, Keys, Kind, PublicKey, Tag, TagKind};
@@ -65,7 +65,7 @@ pub enum Refusal {
     AfterExpiry,
     #[error("signed by the server's own key")]
     ServerKey,
-    #[error("signed by a key that is not a configured approver")]
+    #[error("signed by a key that is not an approver of this approval")]
     NotAnApprover,
 }
 
@@ -83,17 +83,25 @@ pub fn target(event: &Event) -> Result<EventId, Refusal> {
         .ok_or(Refusal::NoTarget)
 }
 
-/// Whether `event` is a counted decision on `card` under `policy`, and whose.
-pub fn evaluate(
-    event: &Event,
-    card: &CardWindow,
-    policy: &ApprovalPolicy,
-) -> Result<(ApproverKey, Decision), Refusal> {
+/// The checks that need nothing but the event itself (no ledger, no row): id and signature,
+/// kind, and the card it targets. A flood of forged events stops here.
+pub fn verify_shape(event: &Event) -> Result<EventId, Refusal> {
     event.verify().map_err(|_| Refusal::BadSignature)?;
     if event.kind != Kind::Reaction {
         return Err(Refusal::NotAReaction);
     }
-    if target(event)? != card.event_id {
+    target(event)
+}
+
+/// Whether `event` is a counted decision on `card` by one of the row's `approvers` (never the
+/// server's own key), and whose.
+pub fn evaluate(
+    event: &Event,
+    card: &CardWindow,
+    approvers: &RowPolicy,
+    server_key: Option<&ApproverKey>,
+) -> Result<(ApproverKey, Decision), Refusal> {
+    if verify_shape(event)? != card.event_id {
         return Err(Refusal::OtherEvent);
     }
     let decision = decision_of(&event.content).ok_or(Refusal::NotADecision)?;
@@ -105,10 +113,12 @@ pub fn evaluate(
         return Err(Refusal::AfterExpiry);
     }
     let key = ApproverKey::parse(&event.pubkey.to_hex()).ok_or(Refusal::NotAnApprover)?;
-    policy.check(&key).map_err(|e| match e {
-        DecisionRefused::ServerKey => Refusal::ServerKey,
-        _ => Refusal::NotAnApprover,
-    })?;
+    if server_key == Some(&key) {
+        return Err(Refusal::ServerKey);
+    }
+    if !approvers.lists(&key) {
+        return Err(Refusal::NotAnApprover);
+    }
     Ok((key, decision))
 }
 
@@ -150,7 +160,8 @@ mod tests {
         server: Keys,
         approver: Keys,
         stranger: Keys,
-        policy: ApprovalPolicy,
+        policy: RowPolicy,
+        server_key: ApproverKey,
         card: CardWindow,
     }
 
@@ -162,7 +173,8 @@ mod tests {
         let server = Keys::generate();
         let approver = Keys::generate();
         let stranger = Keys::generate();
-        let policy = ApprovalPolicy::new(vec![key(&approver), key(&server)], Some(key(&server)), 1);
+        // Even a row that lists the server's key does not let it approve.
+        let policy = RowPolicy::new(vec![key(&approver), key(&server)], 1);
         let created_at = Utc::now() - Duration::minutes(5);
         let card = CardWindow {
             event_id: EventId::all_zeros(),
@@ -170,6 +182,7 @@ mod tests {
             expires_at: created_at + Duration::minutes(60),
         };
         World {
+            server_key: key(&server),
             server,
             approver,
             stranger,
@@ -201,10 +214,22 @@ mod tests {
     #[test]
     fn an_approvers_reaction_counts() {
         let w = world();
-        let (who, decision) = evaluate(&react(&w, &w.approver, "✅"), &w.card, &w.policy).unwrap();
+        let (who, decision) = evaluate(
+            &react(&w, &w.approver, "✅"),
+            &w.card,
+            &w.policy,
+            Some(&w.server_key),
+        )
+        .unwrap();
         assert_eq!(who, key(&w.approver));
         assert_eq!(decision, Decision::Approve);
-        let (_, decision) = evaluate(&react(&w, &w.approver, "👎"), &w.card, &w.policy).unwrap();
+        let (_, decision) = evaluate(
+            &react(&w, &w.approver, "👎"),
+            &w.card,
+            &w.policy,
+            Some(&w.server_key),
+        )
+        .unwrap();
         assert_eq!(decision, Decision::Reject);
     }
 
@@ -212,11 +237,21 @@ mod tests {
     fn other_keys_do_not_count() {
         let w = world();
         assert_eq!(
-            evaluate(&react(&w, &w.stranger, "+"), &w.card, &w.policy),
+            evaluate(
+                &react(&w, &w.stranger, "+"),
+                &w.card,
+                &w.policy,
+                Some(&w.server_key)
+            ),
             Err(Refusal::NotAnApprover)
         );
         assert_eq!(
-            evaluate(&react(&w, &w.server, "+"), &w.card, &w.policy),
+            evaluate(
+                &react(&w, &w.server, "+"),
+                &w.card,
+                &w.policy,
+                Some(&w.server_key)
+            ),
             Err(Refusal::ServerKey)
         );
     }
@@ -232,7 +267,7 @@ mod tests {
         let forged = Event::from_json(&json).unwrap();
         assert_eq!(forged.content, "+");
         assert_eq!(
-            evaluate(&forged, &w.card, &w.policy),
+            evaluate(&forged, &w.card, &w.policy, Some(&w.server_key)),
             Err(Refusal::BadSignature)
         );
         // A flipped signature byte.
@@ -242,7 +277,7 @@ mod tests {
         value["sig"] = format!("{flipped}{}", &sig[1..]).into();
         let forged = Event::from_json(value.to_string()).unwrap();
         assert_eq!(
-            evaluate(&forged, &w.card, &w.policy),
+            evaluate(&forged, &w.card, &w.policy, Some(&w.server_key)),
             Err(Refusal::BadSignature)
         );
     }
@@ -256,7 +291,7 @@ mod tests {
             .sign_with_keys(&w.approver)
             .unwrap();
         assert_eq!(
-            evaluate(&to_other, &w.card, &w.policy),
+            evaluate(&to_other, &w.card, &w.policy, Some(&w.server_key)),
             Err(Refusal::OtherEvent)
         );
         let malformed_last = EventBuilder::new(Kind::Reaction, "+")
@@ -267,14 +302,14 @@ mod tests {
             .sign_with_keys(&w.approver)
             .unwrap();
         assert_eq!(
-            evaluate(&malformed_last, &w.card, &w.policy),
+            evaluate(&malformed_last, &w.card, &w.policy, Some(&w.server_key)),
             Err(Refusal::NoTarget)
         );
         let untargeted = EventBuilder::new(Kind::Reaction, "+")
             .sign_with_keys(&w.approver)
             .unwrap();
         assert_eq!(
-            evaluate(&untargeted, &w.card, &w.policy),
+            evaluate(&untargeted, &w.card, &w.policy, Some(&w.server_key)),
             Err(Refusal::NoTarget)
         );
     }
@@ -287,11 +322,16 @@ mod tests {
             .sign_with_keys(&w.approver)
             .unwrap();
         assert_eq!(
-            evaluate(&note, &w.card, &w.policy),
+            evaluate(&note, &w.card, &w.policy, Some(&w.server_key)),
             Err(Refusal::NotAReaction)
         );
         assert_eq!(
-            evaluate(&react(&w, &w.approver, "❤️"), &w.card, &w.policy),
+            evaluate(
+                &react(&w, &w.approver, "❤️"),
+                &w.card,
+                &w.policy,
+                Some(&w.server_key)
+            ),
             Err(Refusal::NotADecision)
         );
     }
@@ -306,12 +346,21 @@ mod tests {
                 .sign_with_keys(&w.approver)
                 .unwrap()
         };
-        assert!(evaluate(&at(w.card.expires_at), &w.card, &w.policy).is_ok());
+        assert!(
+            evaluate(
+                &at(w.card.expires_at),
+                &w.card,
+                &w.policy,
+                Some(&w.server_key)
+            )
+            .is_ok()
+        );
         assert_eq!(
             evaluate(
                 &at(w.card.expires_at + Duration::seconds(1)),
                 &w.card,
-                &w.policy
+                &w.policy,
+                Some(&w.server_key)
             ),
             Err(Refusal::AfterExpiry)
         );
@@ -319,7 +368,8 @@ mod tests {
             evaluate(
                 &at(w.card.created_at - Duration::seconds(30)),
                 &w.card,
-                &w.policy
+                &w.policy,
+                Some(&w.server_key)
             )
             .is_ok()
         );
@@ -327,7 +377,8 @@ mod tests {
             evaluate(
                 &at(w.card.created_at - Duration::minutes(5)),
                 &w.card,
-                &w.policy
+                &w.policy,
+                Some(&w.server_key)
             ),
             Err(Refusal::BeforeCard)
         );
@@ -345,7 +396,12 @@ mod tests {
                 decision,
             )
             .unwrap();
-            assert_eq!(evaluate(&event, &w.card, &w.policy).unwrap().1, decision);
+            assert_eq!(
+                evaluate(&event, &w.card, &w.policy, Some(&w.server_key))
+                    .unwrap()
+                    .1,
+                decision
+            );
             assert_eq!(crate::card::tag_value(&event, "h"), Some("care"));
             assert_eq!(crate::card::tag_value(&event, "k"), Some("9"));
             assert_eq!(

@@ -11,7 +11,7 @@ use care_nostr::card::{
     BLOCK_PREFIX, CARD_KIND, TAG_ACTION, TAG_APPROVAL, TAG_PAYLOAD_HASH, tag_value,
 };
 use care_nostr::evidence::verify_decision;
-use chrono::{Duration, Utc};
+use chrono::Duration;
 use common::{Setup, World, forged};
 use nostr_relay_builder::prelude::{EventBuilder, Kind, Tag, TagKind, Timestamp};
 
@@ -30,7 +30,7 @@ async fn approved_by_reaction_the_write_goes_out_once() {
     assert_eq!(tag_value(&event, "h"), Some(w.group.as_str()));
     assert_eq!(tag_value(&event, TAG_APPROVAL), Some(id.as_str()));
     assert_eq!(tag_value(&event, TAG_ACTION), Some("asc_review_reply"));
-    let row = w.ledger.approval(&id, Utc::now()).await.unwrap().unwrap();
+    let row = w.ledger.approval(&id).await.unwrap().unwrap();
     assert_eq!(
         tag_value(&event, TAG_PAYLOAD_HASH),
         Some(row.payload_hash.as_str())
@@ -82,11 +82,12 @@ async fn a_reaction_from_an_unlisted_key_does_not_count() {
     w.settle().await;
     assert_eq!(w.status(&id).await, "pending");
     assert!(w.ledger.decisions(&id).await.unwrap().is_empty());
+    // Refused before any ledger work: no approval of ours lists the key.
     assert!(matches!(
-        apply_reaction(w.ledger.as_ref(), &w.policy, &event, Utc::now())
+        apply_reaction(w.ledger.as_ref(), &w.judge(), &event)
             .await
             .unwrap(),
-        Applied::Refused { .. }
+        Applied::Dropped { .. }
     ));
     assert_eq!(w.send("hello", &id).await.unwrap_err(), "APPROVAL_REQUIRED");
     assert!(w.sent().is_empty());
@@ -144,11 +145,10 @@ async fn a_forged_reaction_planted_in_the_relay_does_not_count() {
     assert_eq!(w.status(&id).await, "pending");
     // The handler itself refuses it, whatever the relay or the client library checked.
     assert_eq!(
-        apply_reaction(w.ledger.as_ref(), &w.policy, &forgery, Utc::now())
+        apply_reaction(w.ledger.as_ref(), &w.judge(), &forgery)
             .await
             .unwrap(),
-        Applied::Refused {
-            approval_id: id.clone(),
+        Applied::Dropped {
             reason: "the event id or signature does not verify".into()
         }
     );
@@ -198,7 +198,7 @@ async fn a_reaction_dated_after_the_expiry_does_not_count() {
     let (id, card) = w
         .request_with("hello", serde_json::json!({"ttl_minutes": 1}))
         .await;
-    let row = w.ledger.approval(&id, Utc::now()).await.unwrap().unwrap();
+    let row = w.ledger.approval(&id).await.unwrap().unwrap();
     let late = EventBuilder::new(Kind::Reaction, "+")
         .tags([
             Tag::event(card),
@@ -213,7 +213,7 @@ async fn a_reaction_dated_after_the_expiry_does_not_count() {
     w.settle().await;
     assert_eq!(w.status(&id).await, "pending");
     assert_eq!(
-        apply_reaction(w.ledger.as_ref(), &w.policy, &late, Utc::now())
+        apply_reaction(w.ledger.as_ref(), &w.judge(), &late)
             .await
             .unwrap(),
         Applied::Refused {
@@ -221,25 +221,20 @@ async fn a_reaction_dated_after_the_expiry_does_not_count() {
             reason: "dated after the approval expired".into()
         }
     );
-    // Once the approval has expired in the ledger, even a well-dated reaction is refused.
-    let expired_now = row.expires_at + Duration::seconds(1);
+    // Once the approval has expired by the ledger's clock, even a fresh reaction is refused.
+    common::expire_now(&w, &id).await;
     let in_time = EventBuilder::new(Kind::Reaction, "+")
         .tag(Tag::event(card))
         .sign_with_keys(&w.approvers[1])
         .unwrap();
     assert!(matches!(
-        apply_reaction(w.ledger.as_ref(), &w.policy, &in_time, expired_now)
+        apply_reaction(w.ledger.as_ref(), &w.judge(), &in_time)
             .await
             .unwrap(),
         Applied::Refused { .. }
     ));
     assert_eq!(
-        w.ledger
-            .approval(&id, expired_now)
-            .await
-            .unwrap()
-            .unwrap()
-            .status,
+        w.ledger.approval(&id).await.unwrap().unwrap().status,
         ApprovalStatus::Expired
     );
 }
@@ -290,7 +285,7 @@ async fn a_rejection_after_an_approval_wins_before_consumption() {
     w.settle().await;
     assert_eq!(w.status(&id).await, "rejected");
     let decisions = w.ledger.decisions(&id).await.unwrap();
-    let row = w.ledger.approval(&id, Utc::now()).await.unwrap().unwrap();
+    let row = w.ledger.approval(&id).await.unwrap().unwrap();
     for d in &decisions {
         assert!(
             verify_decision(row.card_event_id.as_deref(), d).is_ok(),

@@ -65,7 +65,7 @@ pub fn describe(handler: &dyn ToolHandler) -> Tool {
 }
 
 impl CareServer {
-    pub fn new(gate: Gate) -> Self {
+    pub fn new(gate: Arc<Gate>) -> Self {
         let tools = gate
             .registry()
             .tools()
@@ -73,7 +73,7 @@ impl CareServer {
             .map(|h| describe(h.as_ref()))
             .collect();
         CareServer {
-            gate: Arc::new(gate),
+            gate,
             tools: Arc::new(tools),
         }
     }

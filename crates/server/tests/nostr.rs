@@ -76,7 +76,7 @@ fn an_unreachable_relay_never_keeps_a_role_from_serving() {
     assert_code(&error, "UPSTREAM_UNAVAILABLE");
     // Nothing was left that someone could approve unseen.
     let ledger = block_on(common::open_ledger(&sandbox));
-    let rows = block_on(ledger.list_approvals(None, 100, chrono::Utc::now())).unwrap();
+    let rows = block_on(ledger.list_approvals(None, 100)).unwrap();
     assert!(rows.is_empty(), "{rows:?}");
     // Other tools go on serving.
     session.call_ok("kpi_record", json!({"metric": "x", "value": 1}));
@@ -168,6 +168,19 @@ async fn an_approver_approves_from_the_cli_and_the_evidence_verifies() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(session.finish().code(), Some(0));
+
+    // The operator sees the card exactly as the approvers read it.
+    let mut cmd = with_relay(sandbox.command());
+    cmd.args(["approvals", "show", &id]);
+    let shown = run_once(&mut cmd, None);
+    assert_eq!(shown.code(), Some(0), "{shown:?}");
+    let out = shown.stdout();
+    assert!(out.contains("card as approvers read it:"), "{out}");
+    assert!(
+        out.contains("  │ Approval needed: reply to an App Store review"),
+        "{out}"
+    );
+    assert!(out.contains(&format!("  │ │ {body}")), "{out}");
 
     let mut cmd = with_relay(sandbox.command());
     cmd.args(["approvals", "verify", &id]);

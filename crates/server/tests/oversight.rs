@@ -6,6 +6,7 @@
 
 mod common;
 
+use care_core::approvals::RowPolicy;
 use care_core::ledger::NewApproval;
 use chrono::{Duration, Utc};
 use common::{Sandbox, Session, assert_code, run_once};
@@ -26,21 +27,18 @@ fn seed_with(sandbox: &Sandbox, body: &str, reason: &str, client: &str) {
         let ledger = common::open_ledger(sandbox).await;
         let arguments = json!({"review_id": "rev-123", "body": body, "locale": "en"});
         let now = Utc::now();
+        let mut new = NewApproval::for_arguments(
+            ID,
+            "asc_review_reply",
+            arguments.as_object().unwrap(),
+            "reviews",
+            (now, now + Duration::hours(1)),
+            RowPolicy::new(Vec::new(), 1),
+        );
+        new.requested_by_client = client.into();
+        new.reason = Some(reason.into());
         ledger
-            .create_approval(&NewApproval {
-                id: ID.into(),
-                action: "asc_review_reply".into(),
-                arguments_json: care_core::canonical::encode_string(&arguments),
-                payload_hash: care_core::canonical::payload_hash(
-                    "asc_review_reply",
-                    arguments.as_object().unwrap(),
-                ),
-                requested_by_role: "reviews".into(),
-                requested_by_client: client.into(),
-                reason: Some(reason.into()),
-                created_at: now,
-                expires_at: now + Duration::hours(1),
-            })
+            .create_approval(&new)
             .await
             .expect("seed an approval");
     });

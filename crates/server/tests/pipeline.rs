@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use care_core::approvals::{ApprovalPolicy, ApproverKey, DecisionRefused};
-use care_core::canonical;
+use care_core::approvals::{ApprovalPolicy, ApproverKey, DecisionRefused, RowPolicy};
+use care_core::canonical::{self, HashEncoding};
 use care_core::catalog::Role;
 use care_core::config::Config;
 use care_core::gate::{Gate, GateAnswer};
@@ -130,18 +130,37 @@ impl Harness {
         data["approval_id"].as_str().unwrap().to_owned()
     }
 
-    async fn approve(&self, id: &str, secret: &str) -> Result<ApprovalStatus, DecisionRefused> {
+    async fn decide(
+        &self,
+        id: &str,
+        secret: &str,
+        decision: Decision,
+    ) -> Result<ApprovalStatus, DecisionRefused> {
+        let row = self
+            .ledger
+            .approval(id)
+            .await
+            .unwrap()
+            .ok_or(DecisionRefused::NotFound)?;
         self.policy
             .decide(
                 self.ledger.as_ref(),
-                id,
+                &row,
                 &key(secret),
-                Decision::Approve,
+                decision,
                 "{\"evidence\":\"test\"}",
-                Utc::now(),
             )
             .await
             .map(|row| row.status)
+    }
+
+    async fn approve(&self, id: &str, secret: &str) -> Result<ApprovalStatus, DecisionRefused> {
+        self.decide(id, secret, Decision::Approve).await
+    }
+
+    /// The ledger's policy for rows stored here: this harness's approvers.
+    fn row_policy(&self) -> RowPolicy {
+        self.policy.for_new_rows()
     }
 
     async fn send(&self, body: &str, approval_id: &str) -> Result<Value, (String, Value)> {
@@ -155,12 +174,7 @@ impl Harness {
     }
 
     async fn status(&self, id: &str) -> ApprovalStatus {
-        self.ledger
-            .approval(id, Utc::now())
-            .await
-            .unwrap()
-            .unwrap()
-            .status
+        self.ledger.approval(id).await.unwrap().unwrap().status
     }
 }
 
@@ -192,10 +206,15 @@ both_backends!(
         );
         let data = h.send("Thanks for the review!", &id).await.unwrap();
         assert_eq!(data["dry_run"], true);
-        assert_eq!(data["would_send"]["body"], "Thanks for the review!");
+        // Agent-written text comes back fenced.
+        assert_eq!(
+            data["would_send"]["body"],
+            "<user_content>Thanks for the review!</user_content>"
+        );
+        // No approval channel in process: the state is the ledger's, and says so.
         assert_eq!(
             data["approval"],
-            json!({"id": id, "status": "approved", "matches": true})
+            json!({"id": id, "status": "approved", "matches": true, "confirmed_on_channel": false})
         );
         let expected_hash = canonical::payload_hash(
             "asc_review_reply",
@@ -243,7 +262,7 @@ both_backends!(
         // Replay: refused, nothing sent again.
         assert_eq!(h.send(body, &id).await.unwrap_err().0, "APPROVAL_CONSUMED");
         assert_eq!(h.sent().len(), 1);
-        let row = h.ledger.approval(&id, Utc::now()).await.unwrap().unwrap();
+        let row = h.ledger.approval(&id).await.unwrap().unwrap();
         assert_eq!(row.status, ApprovalStatus::Consumed);
         assert_eq!(row.outcome, Some(WriteOutcome::Sent));
         // The intent row written before the send pairs with the call's own audit row.
@@ -301,17 +320,7 @@ both_backends!(rejection_expiry_and_other_action, |backend| async move {
     // Approved by A, then rejected by B before use: the rejection wins.
     let id = h.request("Body one").await;
     h.approve(&id, APPROVER_A).await.unwrap();
-    h.policy
-        .decide(
-            h.ledger.as_ref(),
-            &id,
-            &key(APPROVER_B),
-            Decision::Reject,
-            "{}",
-            Utc::now(),
-        )
-        .await
-        .unwrap();
+    h.decide(&id, APPROVER_B, Decision::Reject).await.unwrap();
     assert_eq!(
         h.send("Body one", &id).await.unwrap_err().0,
         "APPROVAL_REJECTED"
@@ -319,18 +328,15 @@ both_backends!(rejection_expiry_and_other_action, |backend| async move {
 
     // Expired: a row that runs out a moment after approval.
     let arguments = reply_args("Body two");
-    let now = Utc::now();
-    let expiring = NewApproval {
-        id: "apr_expiring_test".into(),
-        action: "asc_review_reply".into(),
-        arguments_json: canonical::encode_string(&arguments),
-        payload_hash: canonical::payload_hash("asc_review_reply", arguments.as_object().unwrap()),
-        requested_by_role: "reviews".into(),
-        requested_by_client: "pipeline-test".into(),
-        reason: None,
-        created_at: now,
-        expires_at: now + Duration::milliseconds(400),
-    };
+    let now = h.ledger.clock().await.unwrap();
+    let expiring = NewApproval::for_arguments(
+        "apr_expiring_test",
+        "asc_review_reply",
+        arguments.as_object().unwrap(),
+        "reviews",
+        (now, now + Duration::milliseconds(400)),
+        h.row_policy(),
+    );
     h.ledger.create_approval(&expiring).await.unwrap();
     h.approve("apr_expiring_test", APPROVER_A).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
@@ -346,7 +352,7 @@ both_backends!(rejection_expiry_and_other_action, |backend| async move {
     other.id = "apr_other_action".into();
     other.action = "mail_send".into();
     other.payload_hash = canonical::payload_hash("mail_send", arguments.as_object().unwrap());
-    other.expires_at = Utc::now() + Duration::hours(1);
+    other.expires_at = h.ledger.clock().await.unwrap() + Duration::hours(1);
     h.ledger.create_approval(&other).await.unwrap();
     h.approve("apr_other_action", APPROVER_A).await.unwrap();
     assert_eq!(
@@ -408,23 +414,17 @@ both_backends!(
             assert_eq!(err.0, "OUTBOUND_BLOCKED");
             // A row approved behind the tool's back (e.g. written to the database directly).
             let arguments = reply_args(body);
-            let now = Utc::now();
+            let now = h.ledger.clock().await.unwrap();
             let id = format!("apr_leak_{}", body.len());
             h.ledger
-                .create_approval(&NewApproval {
-                    id: id.clone(),
-                    action: "asc_review_reply".into(),
-                    arguments_json: canonical::encode_string(&arguments),
-                    payload_hash: canonical::payload_hash(
-                        "asc_review_reply",
-                        arguments.as_object().unwrap(),
-                    ),
-                    requested_by_role: "reviews".into(),
-                    requested_by_client: "x".into(),
-                    reason: None,
-                    created_at: now,
-                    expires_at: now + Duration::hours(1),
-                })
+                .create_approval(&NewApproval::for_arguments(
+                    &id,
+                    "asc_review_reply",
+                    arguments.as_object().unwrap(),
+                    "reviews",
+                    (now, now + Duration::hours(1)),
+                    h.row_policy(),
+                ))
                 .await
                 .unwrap();
             h.approve(&id, APPROVER_A).await.unwrap();
@@ -458,7 +458,7 @@ both_backends!(failed_delivery_never_sends_twice, |backend| async move {
         "APPROVAL_CONSUMED"
     );
     assert_eq!(h.sent().len(), 1, "exactly one delivery attempt");
-    let row = h.ledger.approval(&id, Utc::now()).await.unwrap().unwrap();
+    let row = h.ledger.approval(&id).await.unwrap().unwrap();
     assert_eq!(
         row.outcome,
         Some(WriteOutcome::Failed {
@@ -509,14 +509,7 @@ both_backends!(
             chrono::DateTime::parse_from_rfc3339(max["expires_at"].as_str().unwrap()).unwrap();
         let days = (expires.with_timezone(&Utc) - Utc::now()).num_hours();
         assert!((167..=168).contains(&days), "{days}");
-        assert_eq!(
-            h.ledger
-                .list_approvals(None, 100, Utc::now())
-                .await
-                .unwrap()
-                .len(),
-            1
-        );
+        assert_eq!(h.ledger.list_approvals(None, 100).await.unwrap().len(), 1);
     }
 );
 
@@ -530,13 +523,7 @@ both_backends!(no_approvers_means_no_row, |backend| async move {
         .await
         .unwrap_err();
     assert_eq!(code, "APPROVAL_REQUIRED");
-    assert!(
-        h.ledger
-            .list_approvals(None, 100, Utc::now())
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(h.ledger.list_approvals(None, 100).await.unwrap().is_empty());
 });
 
 /// An external write fails closed: with the audit table gone, nothing is consumed or sent.
@@ -571,6 +558,77 @@ async fn write_is_refused_when_its_audit_row_cannot_be_written() {
     assert_eq!(h.status(&id).await, ApprovalStatus::Approved);
 }
 
+both_backends!(
+    an_approval_requested_before_rfc_8785_still_verifies,
+    |backend| async move {
+        let h = harness(backend, true, &[APPROVER_A]).await;
+        // A form feed: the old encoding wrote it as \u000c, RFC 8785 writes \f.
+        let body = "Thanks!\u{c}See you in 4.2.";
+        let id = h.request(body).await;
+        let arguments = reply_args(body);
+        let legacy = canonical::payload_hash_with(
+            HashEncoding::LegacyV1,
+            "asc_review_reply",
+            arguments.as_object().unwrap(),
+        );
+        assert_ne!(
+            legacy,
+            canonical::payload_hash("asc_review_reply", arguments.as_object().unwrap())
+        );
+        // The row as the previous release stored it: old encoding, no policy, no facts.
+        let changed = care_ledger::test_support::execute(
+            &h.url,
+            &format!(
+                "UPDATE approvals SET hash_encoding = 'legacy-v1', payload_hash = '{legacy}', \
+                 approvers_json = NULL, threshold = NULL, checked_facts_json = NULL \
+                 WHERE id = '{id}'"
+            ),
+        )
+        .await
+        .unwrap();
+        assert_eq!(changed, 1);
+        h.approve(&id, APPROVER_A).await.unwrap();
+        // An edit is still a mismatch under the old encoding...
+        assert_eq!(
+            h.send("Thanks!\u{c}See you in 4.3.", &id)
+                .await
+                .unwrap_err()
+                .0,
+            "APPROVAL_MISMATCH"
+        );
+        // ...and the approved arguments go out.
+        let data = h.send(body, &id).await.unwrap();
+        assert_eq!(data["approval"]["status"], "consumed");
+        assert_eq!(data["payload_hash"], legacy.as_str());
+        assert_eq!(h.sent().len(), 1);
+    }
+);
+
+/// A dry run names another role's approval `not_found`, as `approval_status` does: it never
+/// tells this role that the id exists, nor its state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_does_not_see_another_roles_approval() {
+    let h = harness("sqlite", false, &[APPROVER_A]).await;
+    let arguments = reply_args("Body");
+    let now = h.ledger.clock().await.unwrap();
+    let mut theirs = NewApproval::for_arguments(
+        "apr_of_another_role",
+        "asc_review_reply",
+        arguments.as_object().unwrap(),
+        "community",
+        (now, now + Duration::hours(1)),
+        h.row_policy(),
+    );
+    theirs.requested_by_client = "other".into();
+    h.ledger.create_approval(&theirs).await.unwrap();
+    h.approve("apr_of_another_role", APPROVER_A).await.unwrap();
+    let data = h.send("Body", "apr_of_another_role").await.unwrap();
+    assert_eq!(
+        data["approval"],
+        json!({"id": "apr_of_another_role", "status": "not_found", "matches": false})
+    );
+}
+
 /// A status read from another role's point of view does not find the row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approval_status_is_scoped_to_the_requesting_role() {
@@ -582,17 +640,14 @@ async fn approval_status_is_scoped_to_the_requesting_role() {
         .unwrap();
     assert_eq!(data["status"], "pending");
     h.ledger
-        .create_approval(&NewApproval {
-            id: "apr_of_mail".into(),
-            action: "mail_send".into(),
-            arguments_json: "{}".into(),
-            payload_hash: "0".repeat(64),
-            requested_by_role: "mail".into(),
-            requested_by_client: "x".into(),
-            reason: None,
-            created_at: Utc::now(),
-            expires_at: Utc::now() + Duration::hours(1),
-        })
+        .create_approval(&NewApproval::for_arguments(
+            "apr_of_mail",
+            "mail_send",
+            &Map::new(),
+            "mail",
+            (Utc::now(), Utc::now() + Duration::hours(1)),
+            h.row_policy(),
+        ))
         .await
         .unwrap();
     assert_eq!(

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::canonical;
+use crate::canonical::{self, HashEncoding};
 use crate::channel::ApprovalCard;
 use crate::config::{DEFAULT_APPROVAL_TTL_MINUTES, MAX_APPROVAL_TTL_MINUTES};
 use crate::error::{ErrorCode, ToolError};
@@ -85,36 +85,30 @@ impl LedgerWriteTool for ApprovalRequest {
             }
             e
         })?;
-        if !self.services.policy.has_approvers() {
+        let services = &self.services;
+        if !services.policy.has_approvers() {
             return Err(ToolError::new(ErrorCode::ApprovalRequired)
                 .with_detail("no approvers configured (CARE_APPROVERS)"));
         }
+        let ledger = &services.ledger;
         let ttl = args.ttl_minutes.unwrap_or(DEFAULT_APPROVAL_TTL_MINUTES);
-        let new = NewApproval {
-            id: new_approval_id(),
-            action: args.action,
-            arguments_json: canonical::encode_string(&Value::Object(args.arguments)),
-            payload_hash: plan.payload_hash,
-            requested_by_role: ctx.role.as_str().to_owned(),
-            requested_by_client: ctx.client.clone(),
-            reason: args.reason,
-            created_at: ctx.now,
-            expires_at: ctx.now + Duration::minutes(i64::from(ttl)),
-        };
-        let ledger = &self.services.ledger;
+        // The ledger's clock, not this process's, dates the approval and its expiry.
+        let created_at = ledger.clock().await.map_err(ledger_error)?;
+        let expires_at = created_at + Duration::minutes(i64::from(ttl));
+        let id = new_approval_id();
         // The card is signed first so the row names it before anyone can react to it.
-        let signed = match &self.services.channel {
+        let signed = match &services.channel {
             None => None,
             Some(channel) => {
                 let card = ApprovalCard {
-                    approval_id: new.id.clone(),
-                    action: new.action.clone(),
+                    approval_id: id.clone(),
+                    action: args.action.clone(),
                     content: plan.card.clone(),
-                    reason: new.reason.clone(),
-                    payload_hash: new.payload_hash.clone(),
-                    requested_by_role: new.requested_by_role.clone(),
-                    created_at: new.created_at,
-                    expires_at: new.expires_at,
+                    reason: args.reason.clone(),
+                    payload_hash: plan.payload_hash.clone(),
+                    requested_by_role: ctx.role.as_str().to_owned(),
+                    created_at,
+                    expires_at,
                 };
                 let signed = channel
                     .sign_card(&card)
@@ -122,28 +116,38 @@ impl LedgerWriteTool for ApprovalRequest {
                 Some((Arc::clone(channel), signed))
             }
         };
+        let new = NewApproval {
+            id,
+            action: args.action,
+            arguments_json: canonical::encode_string(&Value::Object(args.arguments)),
+            payload_hash: plan.payload_hash,
+            hash_encoding: HashEncoding::Jcs,
+            requested_by_role: ctx.role.as_str().to_owned(),
+            requested_by_client: ctx.client.clone(),
+            reason: args.reason,
+            created_at,
+            expires_at,
+            policy: services.policy.for_new_rows(),
+            checked_facts_json: plan.checked_facts_json,
+            card_event_id: signed.as_ref().map(|(_, s)| s.event_id.clone()),
+            card_text: signed.as_ref().map(|(_, s)| s.text.clone()),
+        };
         let row = ledger.create_approval(&new).await.map_err(ledger_error)?;
-        if let Some((channel, signed)) = &signed {
-            let shown = match ledger.set_card_event(&row.id, &signed.event_id).await {
-                Ok(()) => channel.publish_card(signed).await.map_err(|e| {
-                    ToolError::new(ErrorCode::UpstreamUnavailable).with_detail(e.to_string())
-                }),
-                Err(e) => Err(ledger_error(e)),
-            };
-            if let Err(err) = shown {
-                // Nobody saw it: leave no row that could be approved unseen.
-                if let Err(e) = ledger.discard_pending(&row.id).await {
-                    tracing::error!(approval_id = %row.id, error = %e, "unshown approval not discarded");
-                }
-                return Err(err);
+        if let Some((channel, signed)) = &signed
+            && let Err(e) = channel.publish_card(signed).await
+        {
+            // Nobody saw it: leave no row that could be approved unseen.
+            if let Err(e) = ledger.discard_pending(&row.id).await {
+                tracing::error!(approval_id = %row.id, error = %e, "unshown approval not discarded");
             }
+            return Err(ToolError::new(ErrorCode::UpstreamUnavailable).with_detail(e.to_string()));
         }
         Ok(json!({
             "approval_id": row.id,
             "status": row.status.as_str(),
             "payload_hash": row.payload_hash,
             "expires_at": row.expires_at.to_rfc3339(),
-            "card_event_id": signed.as_ref().map(|(_, s)| s.event_id.clone()),
+            "card_event_id": row.card_event_id,
             "summary": fence(&plan.card.one_line()),
         }))
     }
@@ -190,7 +194,7 @@ impl ReadTool for ApprovalStatusTool {
         let read = || async {
             self.0
                 .ledger
-                .approval(&args.approval_id, ctx.now)
+                .approval(&args.approval_id)
                 .await
                 .map_err(ledger_error)
                 .map(|row| {
@@ -201,18 +205,19 @@ impl ReadTool for ApprovalStatusTool {
         let mut row = read()
             .await?
             .ok_or_else(|| ToolError::new(ErrorCode::NotFound))?;
-        if let (Some(channel), Some(card), ApprovalStatus::Pending | ApprovalStatus::Approved) =
-            (&self.0.channel, row.card_event_id.as_deref(), row.status)
+        if let (Some(channel), ApprovalStatus::Pending | ApprovalStatus::Approved) =
+            (&self.0.channel, row.status)
         {
-            // Normally a ledger read; while the live subscription is down, fetch on read.
-            match channel.sync_if_degraded(&row.id, card).await {
+            // Normally a ledger read; when the live subscription cannot vouch for the row,
+            // its reactions are fetched on read.
+            match channel.refresh(&row).await {
                 Ok(()) => {
                     row = read()
                         .await?
                         .ok_or_else(|| ToolError::new(ErrorCode::NotFound))?;
                 }
                 Err(e) => {
-                    tracing::warn!(approval_id = %row.id, error = %e, "approval channel sync failed")
+                    tracing::warn!(approval_id = %row.id, error = %e, "approval channel refresh failed")
                 }
             }
         }
@@ -264,11 +269,11 @@ impl ReadTool for ApprovalList {
     const NAME: &'static str = "approval_list";
     const DESCRIPTION: &'static str = "List recent approvals (newest first), optionally by status, with their requested arguments fenced as data.";
 
-    async fn run(&self, ctx: &CallContext, args: ApprovalListArgs) -> Result<Value, ToolError> {
+    async fn run(&self, _ctx: &CallContext, args: ApprovalListArgs) -> Result<Value, ToolError> {
         let rows = self
             .0
             .ledger
-            .list_approvals(args.status, args.limit.unwrap_or(20), ctx.now)
+            .list_approvals(args.status, args.limit.unwrap_or(20))
             .await
             .map_err(ledger_error)?;
         let items: Vec<Value> = rows

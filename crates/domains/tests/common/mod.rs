@@ -16,7 +16,6 @@ use care_core::tool::{Registry, Services, ToolHandler};
 use care_core::tools::ledger_tools;
 use care_domains::asc::{self, AscConfig};
 use care_fakes::asc::{DEMO_APP_ID, DEMO_PRO_APP_ID, FakeAsc, Seed, demo_seed};
-use chrono::Utc;
 use serde_json::{Map, Value, json};
 
 /// A throwaway approver secret (no one's key).
@@ -176,15 +175,15 @@ impl Harness {
     }
 
     pub async fn approve(&self, id: &str) {
+        let row = self.ledger.approval(id).await.unwrap().unwrap();
         self.services
             .policy
             .decide(
                 self.ledger.as_ref(),
-                id,
+                &row,
                 &ApproverKey::of_secret(APPROVER).unwrap(),
                 Decision::Approve,
                 "{\"evidence\":\"test\"}",
-                Utc::now(),
             )
             .await
             .unwrap();

@@ -167,6 +167,24 @@ impl FakeAsc {
         self.shared.lock().requests.clear();
     }
 
+    /// Answers matching requests `by` later than it would (the request is processed at once).
+    pub fn delay(&self, method: &str, path_prefix: &str, by: std::time::Duration) {
+        self.shared
+            .lock()
+            .delays
+            .push((method.to_owned(), path_prefix.to_owned(), by));
+    }
+
+    /// Someone answers a review outside care-mcp (in App Store Connect itself): the review
+    /// gets a response that no care-mcp write sent.
+    pub fn answer_elsewhere(&self, review_id: &str, body: &str) -> bool {
+        let mut data = self.shared.lock();
+        let sent_before = data.sent.len();
+        let answered = data.respond(review_id, body, chrono::Utc::now()).is_some();
+        data.sent.truncate(sent_before);
+        answered
+    }
+
     /// Adds a review after start (e.g. one that arrives during a demo).
     pub fn add_review(&self, review: SeedReview) {
         self.shared.lock().seed.reviews.push(review);

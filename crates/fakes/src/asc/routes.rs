@@ -55,46 +55,55 @@ pub(crate) async fn handle(
         .ok_or(super::jwt::JwtError::Missing)
         .and_then(|token| app.verifier.verify(token, Utc::now().timestamp()));
 
-    let mut data = app.shared.lock();
-    let failure = data.take_failure(method.as_str(), &path);
-    let (status, json, retry_after) = if let Some(f) = failure {
-        let status = StatusCode::from_u16(f.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (
-            status,
-            error_body(status, "INJECTED", "An injected failure."),
-            f.retry_after,
-        )
-    } else if auth.is_err() {
-        (
-            StatusCode::UNAUTHORIZED,
-            error_body(
+    // The lock is released before any await: the guard is not Send.
+    let (status, json, retry_after, delay) = {
+        let mut data = app.shared.lock();
+        let delay = data.delay_for(method.as_str(), &path);
+        let failure = data.take_failure(method.as_str(), &path);
+        let (status, json, retry_after) = if let Some(f) = failure {
+            let status =
+                StatusCode::from_u16(f.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (
+                status,
+                error_body(status, "INJECTED", "An injected failure."),
+                f.retry_after,
+            )
+        } else if auth.is_err() {
+            (
                 StatusCode::UNAUTHORIZED,
-                "NOT_AUTHORIZED",
-                "Provide a properly configured and signed bearer token, and make sure that it has not expired.",
-            ),
-            None,
-        )
-    } else {
-        let (s, j) = route(
-            &app,
-            &mut data,
-            &method,
-            &path,
-            &query,
-            body_text.as_deref(),
-        );
-        (s, j, None)
+                error_body(
+                    StatusCode::UNAUTHORIZED,
+                    "NOT_AUTHORIZED",
+                    "Provide a properly configured and signed bearer token, and make sure that it has not expired.",
+                ),
+                None,
+            )
+        } else {
+            let (s, j) = route(
+                &app,
+                &mut data,
+                &method,
+                &path,
+                &query,
+                body_text.as_deref(),
+            );
+            (s, j, None)
+        };
+        data.requests.push(RecordedRequest {
+            method: method.to_string(),
+            path,
+            query: query_text,
+            authorized: auth.is_ok(),
+            auth_error: auth.err().map(|e| e.to_string()),
+            status: status.as_u16(),
+            body: body_text,
+        });
+        (status, json, retry_after, delay)
     };
-    data.requests.push(RecordedRequest {
-        method: method.to_string(),
-        path,
-        query: query_text,
-        authorized: auth.is_ok(),
-        auth_error: auth.err().map(|e| e.to_string()),
-        status: status.as_u16(),
-        body: body_text,
-    });
-    drop(data);
+    if let Some(delay) = delay {
+        // Processed already; only the answer is late (a slow upstream mid-request).
+        tokio::time::sleep(delay).await;
+    }
 
     let mut response = if status == StatusCode::NO_CONTENT {
         status.into_response()

@@ -79,6 +79,8 @@ pub(crate) struct Data {
     pub requests: Vec<RecordedRequest>,
     pub sent: Vec<SentReply>,
     pub failures: Vec<Failure>,
+    /// (method, path prefix, delay): matching requests are answered this much later.
+    pub delays: Vec<(String, String, std::time::Duration)>,
     pub next_response: u64,
 }
 
@@ -122,6 +124,14 @@ impl Data {
 
     pub fn review(&self, id: &str) -> Option<&SeedReview> {
         self.seed.reviews.iter().find(|r| r.id == id)
+    }
+
+    /// How long to hold the answer to a request, if a delay matches it.
+    pub fn delay_for(&self, method: &str, path: &str) -> Option<std::time::Duration> {
+        self.delays
+            .iter()
+            .find(|(m, prefix, _)| m == method && path.starts_with(prefix.as_str()))
+            .map(|(_, _, d)| *d)
     }
 
     /// Creates or replaces the response of a review, as App Store Connect does.

@@ -1,55 +1,103 @@
 //! The one conformance suite both ledgers must pass: each `case_*` takes a fresh ledger.
-//! `conformance_suite!` turns the list into `#[tokio::test]`s for one backend.
+//! `conformance_suite!` turns the list into `#[tokio::test]`s for one backend. Approval times
+//! come from the ledger's own clock, so expiry cases use approvals that live a few hundred
+//! milliseconds and wait for the ledger to pass them.
 
 #![allow(dead_code)] // each test binary uses the suite through the macro only
 
+use std::time::Duration as StdDuration;
+
+use care_core::approvals::{ApproverKey, RowPolicy};
+use care_core::canonical::HashEncoding;
 use care_core::ledger::{
-    ApprovalStatus, AuditRecord, Channel, ConsumeError, CsatEntry, DecideError, Decision,
-    DecisionRow, KpiEntry, Ledger, LedgerError, NewApproval, Ticket, WriteOutcome,
+    ApprovalStatus, AuditRecord, Channel, ConsumeError, CsatEntry, DecideError, Decision, KpiEntry,
+    Ledger, LedgerError, NewApproval, NewDecision, Ticket, WriteOutcome,
 };
 use chrono::{DateTime, Duration, TimeZone, Utc};
 
 pub const ACTION: &str = "asc_review_reply";
 pub const HASH: &str = "9f2c0000000000000000000000000000000000000000000000000000000000aa";
+pub const FACTS: &str = r#"{"replaces_existing_response":false}"#;
 
-/// Minutes after a fixed origin: tests move time by passing `now`, never by sleeping.
+/// Minutes after a fixed origin, for the KPI/CSAT/SLA/audit cases (times given by callers).
 pub fn at(minutes: i64) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap() + Duration::minutes(minutes)
 }
 
-/// A pending approval created at minute 0, expiring at minute 60.
-pub fn new_approval(id: &str) -> NewApproval {
+/// A throwaway approver key: `n` in 1..=9 (the secret is `n` repeated; valid on secp256k1).
+pub fn key(n: u8) -> ApproverKey {
+    ApproverKey::of_secret(&format!("{n:02x}").repeat(32)).unwrap()
+}
+
+/// Approvers A, B and C.
+pub fn a() -> ApproverKey {
+    key(1)
+}
+pub fn b() -> ApproverKey {
+    key(2)
+}
+pub fn c() -> ApproverKey {
+    key(3)
+}
+
+/// A pending approval requested now by the ledger's clock, expiring in 60 minutes, judged by
+/// approvers A, B and C with threshold 1.
+pub async fn new_approval(l: &dyn Ledger, id: &str) -> NewApproval {
+    let now = l.clock().await.unwrap();
     NewApproval {
         id: id.to_owned(),
         action: ACTION.to_owned(),
         arguments_json: r#"{"body":"Thanks!","locale":"en","review_id":"rev-1"}"#.to_owned(),
         payload_hash: HASH.to_owned(),
+        hash_encoding: HashEncoding::Jcs,
         requested_by_role: "reviews".to_owned(),
         requested_by_client: "test-client".to_owned(),
         reason: Some("answer a review".to_owned()),
-        created_at: at(0),
-        expires_at: at(60),
+        created_at: now,
+        expires_at: now + Duration::minutes(60),
+        policy: RowPolicy::new(vec![a(), b(), c()], 1),
+        checked_facts_json: FACTS.to_owned(),
+        card_event_id: None,
+        card_text: None,
     }
 }
 
-pub fn decision(id: &str, approver: &str, d: Decision, minute: i64) -> DecisionRow {
-    DecisionRow {
+/// The same, expiring `ms` milliseconds from now by the ledger's clock.
+pub async fn short_lived(l: &dyn Ledger, id: &str, ms: i64) -> NewApproval {
+    let mut new = new_approval(l, id).await;
+    new.expires_at = new.created_at + Duration::milliseconds(ms);
+    new
+}
+
+pub fn decision(id: &str, approver: &ApproverKey, d: Decision, tag: u32) -> NewDecision {
+    NewDecision {
         approval_id: id.to_owned(),
-        approver: approver.to_owned(),
+        approver: approver.clone(),
         decision: d,
-        evidence: format!("{{\"kind\":7,\"pubkey\":\"{approver}\",\"minute\":{minute}}}"),
-        decided_at: at(minute),
+        evidence: format!("{{\"kind\":7,\"pubkey\":\"{approver}\",\"tag\":{tag}}}"),
     }
 }
 
-/// Creates an approval and approves it with one approver (threshold 1).
+/// The policy applied to rows stored without one; lists only D.
+pub fn legacy() -> RowPolicy {
+    RowPolicy::new(vec![key(4)], 1)
+}
+
+/// Creates an approval and approves it with approver A (threshold 1).
 pub async fn approved(l: &dyn Ledger, id: &str) {
-    l.create_approval(&new_approval(id)).await.unwrap();
+    l.create_approval(&new_approval(l, id).await).await.unwrap();
     let row = l
-        .record_decision(&decision(id, "aa", Decision::Approve, 1), 1, at(1))
+        .record_decision(&decision(id, &a(), Decision::Approve, 1), &legacy())
         .await
         .unwrap();
     assert_eq!(row.status, ApprovalStatus::Approved);
+}
+
+/// Lets a short-lived approval lapse by the ledger's clock.
+pub async fn wait_past(l: &dyn Ledger, t: DateTime<Utc>) {
+    while l.clock().await.unwrap() <= t {
+        tokio::time::sleep(StdDuration::from_millis(50)).await;
+    }
 }
 
 pub async fn case_ping_and_backend(l: &dyn Ledger) {
@@ -57,31 +105,56 @@ pub async fn case_ping_and_backend(l: &dyn Ledger) {
     assert!(matches!(l.backend(), "postgres" | "sqlite"));
 }
 
+pub async fn case_clock_is_the_ledgers(l: &dyn Ledger) {
+    let before = Utc::now();
+    let clock = l.clock().await.unwrap();
+    let after = Utc::now();
+    // The database runs on this machine: its clock agrees with ours to well within a second.
+    assert!(
+        clock >= before - Duration::seconds(1),
+        "{clock} vs {before}"
+    );
+    assert!(clock <= after + Duration::seconds(1), "{clock} vs {after}");
+    let later = l.clock().await.unwrap();
+    assert!(later >= clock);
+}
+
 pub async fn case_create_and_read(l: &dyn Ledger) {
-    let new = new_approval("a1");
+    let mut new = new_approval(l, "a1").await;
+    new.card_event_id = Some("evt-1".to_owned());
+    new.card_text = Some("Approval needed: reply\n│ Thanks!".to_owned());
     let created = l.create_approval(&new).await.unwrap();
     assert_eq!(created.status, ApprovalStatus::Pending);
     assert_eq!(created.id, "a1");
     assert_eq!(created.arguments_json, new.arguments_json);
     assert_eq!(created.payload_hash, HASH);
+    assert_eq!(created.hash_encoding, HashEncoding::Jcs);
     assert_eq!(created.reason.as_deref(), Some("answer a review"));
-    assert_eq!((created.created_at, created.expires_at), (at(0), at(60)));
+    assert_eq!(
+        (created.created_at, created.expires_at),
+        (new.created_at, new.expires_at)
+    );
+    assert_eq!(created.policy, Some(new.policy.clone()));
+    assert_eq!(created.checked_facts_json.as_deref(), Some(FACTS));
+    assert_eq!(created.card_event_id.as_deref(), Some("evt-1"));
+    assert_eq!(created.card_text, new.card_text);
     assert_eq!(created.decided_at, None);
     assert_eq!(created.consumed_at, None);
     assert_eq!(created.outcome, None);
-    assert_eq!(created.card_event_id, None);
-    let read = l.approval("a1", at(1)).await.unwrap().unwrap();
+    let read = l.approval("a1").await.unwrap().unwrap();
     assert_eq!(read, created);
-    assert!(l.approval("nope", at(1)).await.unwrap().is_none());
+    assert!(l.approval("nope").await.unwrap().is_none());
     // An id is used once.
     let again = l.create_approval(&new).await;
     assert!(matches!(again, Err(LedgerError::Conflict(_))), "{again:?}");
 }
 
 pub async fn case_card_event(l: &dyn Ledger) {
-    l.create_approval(&new_approval("c1")).await.unwrap();
+    l.create_approval(&new_approval(l, "c1").await)
+        .await
+        .unwrap();
     l.set_card_event("c1", "evt-123").await.unwrap();
-    let row = l.approval("c1", at(1)).await.unwrap().unwrap();
+    let row = l.approval("c1").await.unwrap().unwrap();
     assert_eq!(row.card_event_id.as_deref(), Some("evt-123"));
     assert_eq!(
         l.approval_id_by_card_event("evt-123")
@@ -101,31 +174,48 @@ pub async fn case_card_event(l: &dyn Ledger) {
 }
 
 pub async fn case_read_marks_expired(l: &dyn Ledger) {
-    l.create_approval(&new_approval("e1")).await.unwrap();
-    approved(l, "e2").await;
+    let pending = short_lived(l, "e1", 300).await;
+    l.create_approval(&pending).await.unwrap();
+    let approved_new = short_lived(l, "e2", 300).await;
+    l.create_approval(&approved_new).await.unwrap();
+    l.record_decision(&decision("e2", &a(), Decision::Approve, 1), &legacy())
+        .await
+        .unwrap();
+    assert_eq!(
+        l.approval("e1").await.unwrap().unwrap().status,
+        ApprovalStatus::Pending
+    );
+    wait_past(l, approved_new.expires_at).await;
     for id in ["e1", "e2"] {
-        let row = l.approval(id, at(60)).await.unwrap().unwrap();
-        assert_eq!(row.status, ApprovalStatus::Expired, "{id} at expires_at");
-        // Stored, not just reported: an earlier clock still reads it expired.
-        let row = l.approval(id, at(2)).await.unwrap().unwrap();
-        assert_eq!(row.status, ApprovalStatus::Expired, "{id} stored");
+        let row = l.approval(id).await.unwrap().unwrap();
+        assert_eq!(row.status, ApprovalStatus::Expired, "{id} past expires_at");
     }
+    // Stored, not just reported: the list (which sweeps) and a filter see it too.
+    let expired = l
+        .list_approvals(Some(ApprovalStatus::Expired), 10)
+        .await
+        .unwrap();
+    assert_eq!(expired.len(), 2);
 }
 
 pub async fn case_list_order_filter_and_expiry(l: &dyn Ledger) {
     for (i, id) in ["l1", "l2", "l3"].into_iter().enumerate() {
-        let mut new = new_approval(id);
-        new.created_at = at(i64::try_from(i).unwrap());
-        new.expires_at = at(100 + i64::try_from(i).unwrap() * 100);
+        let mut new = new_approval(l, id).await;
+        new.created_at += Duration::milliseconds(i64::try_from(i).unwrap());
+        if id == "l1" {
+            new.expires_at = new.created_at + Duration::milliseconds(300);
+        }
         l.create_approval(&new).await.unwrap();
     }
-    let all = l.list_approvals(None, 10, at(5)).await.unwrap();
+    let all = l.list_approvals(None, 10).await.unwrap();
     let ids: Vec<_> = all.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, ["l3", "l2", "l1"]);
-    let two = l.list_approvals(None, 2, at(5)).await.unwrap();
+    let two = l.list_approvals(None, 2).await.unwrap();
     assert_eq!(two.len(), 2);
-    // At minute 150, l1 (expires 100) is past its time; the list stores and shows it expired.
-    let all = l.list_approvals(None, 10, at(150)).await.unwrap();
+    let l1 = l.approval("l1").await.unwrap().unwrap();
+    wait_past(l, l1.expires_at).await;
+    // l1 is past its time by the ledger's clock; the list stores and shows it expired.
+    let all = l.list_approvals(None, 10).await.unwrap();
     let status: Vec<_> = all.iter().map(|r| (r.id.as_str(), r.status)).collect();
     assert_eq!(
         status,
@@ -136,102 +226,175 @@ pub async fn case_list_order_filter_and_expiry(l: &dyn Ledger) {
         ]
     );
     let pending = l
-        .list_approvals(Some(ApprovalStatus::Pending), 10, at(150))
+        .list_approvals(Some(ApprovalStatus::Pending), 10)
         .await
         .unwrap();
     assert_eq!(
         pending.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
         ["l3", "l2"]
     );
-    let expired = l
-        .list_approvals(Some(ApprovalStatus::Expired), 10, at(5))
-        .await
-        .unwrap();
-    assert_eq!(
-        expired.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
-        ["l1"]
-    );
 }
 
 pub async fn case_single_approver(l: &dyn Ledger) {
-    l.create_approval(&new_approval("s1")).await.unwrap();
-    let row = l
-        .record_decision(&decision("s1", "aa", Decision::Approve, 3), 1, at(4))
+    l.create_approval(&new_approval(l, "s1").await)
         .await
         .unwrap();
+    let before = l.clock().await.unwrap();
+    let row = l
+        .record_decision(&decision("s1", &a(), Decision::Approve, 3), &legacy())
+        .await
+        .unwrap();
+    let after = l.clock().await.unwrap();
     assert_eq!(row.status, ApprovalStatus::Approved);
-    assert_eq!(row.decided_at, Some(at(4)));
+    let decided = row.decided_at.unwrap();
+    assert!(
+        before <= decided && decided <= after,
+        "dated by the ledger's clock"
+    );
     let ds = l.decisions("s1").await.unwrap();
-    assert_eq!(ds, vec![decision("s1", "aa", Decision::Approve, 3)]);
+    assert_eq!(ds.len(), 1);
+    assert_eq!(ds[0].approver, a().hex());
+    assert_eq!(ds[0].decision, Decision::Approve);
+    assert_eq!(
+        ds[0].evidence,
+        decision("s1", &a(), Decision::Approve, 3).evidence
+    );
+    assert!(before <= ds[0].decided_at && ds[0].decided_at <= after);
 }
 
 pub async fn case_threshold_two_distinct_approvers(l: &dyn Ledger) {
-    l.create_approval(&new_approval("t1")).await.unwrap();
+    let mut new = new_approval(l, "t1").await;
+    new.policy = RowPolicy::new(vec![a(), b(), c()], 2);
+    l.create_approval(&new).await.unwrap();
     let row = l
-        .record_decision(&decision("t1", "aa", Decision::Approve, 1), 2, at(1))
+        .record_decision(&decision("t1", &a(), Decision::Approve, 1), &legacy())
         .await
         .unwrap();
     assert_eq!(row.status, ApprovalStatus::Pending);
     // The same approver twice counts once; the newer evidence replaces the older.
     let row = l
-        .record_decision(&decision("t1", "aa", Decision::Approve, 2), 2, at(2))
+        .record_decision(&decision("t1", &a(), Decision::Approve, 2), &legacy())
         .await
         .unwrap();
     assert_eq!(row.status, ApprovalStatus::Pending);
     assert_eq!(row.decided_at, None);
+    let ds = l.decisions("t1").await.unwrap();
+    assert_eq!(ds.len(), 1);
     assert_eq!(
-        l.decisions("t1").await.unwrap(),
-        vec![decision("t1", "aa", Decision::Approve, 2)]
+        ds[0].evidence,
+        decision("t1", &a(), Decision::Approve, 2).evidence
     );
     let row = l
-        .record_decision(&decision("t1", "bb", Decision::Approve, 3), 2, at(3))
+        .record_decision(&decision("t1", &b(), Decision::Approve, 3), &legacy())
         .await
         .unwrap();
     assert_eq!(row.status, ApprovalStatus::Approved);
-    assert_eq!(row.decided_at, Some(at(3)));
+    assert!(row.decided_at.is_some());
     assert_eq!(l.decisions("t1").await.unwrap().len(), 2);
+}
+
+pub async fn case_the_rows_policy_decides(l: &dyn Ledger) {
+    // The row lists A and B with threshold 2; the legacy policy (D, threshold 1) plays no part.
+    let mut new = new_approval(l, "q1").await;
+    new.policy = RowPolicy::new(vec![a(), b()], 2);
+    l.create_approval(&new).await.unwrap();
+    for stranger in [c(), key(4)] {
+        let r = l
+            .record_decision(&decision("q1", &stranger, Decision::Approve, 1), &legacy())
+            .await;
+        assert!(matches!(r, Err(DecideError::NotAnApprover)), "{r:?}");
+        let r = l
+            .record_decision(&decision("q1", &stranger, Decision::Reject, 1), &legacy())
+            .await;
+        assert!(
+            matches!(r, Err(DecideError::NotAnApprover)),
+            "a stranger cannot reject: {r:?}"
+        );
+    }
+    assert!(
+        l.decisions("q1").await.unwrap().is_empty(),
+        "refusals are not kept"
+    );
+    let row = l
+        .record_decision(&decision("q1", &a(), Decision::Approve, 2), &legacy())
+        .await
+        .unwrap();
+    assert_eq!(
+        row.status,
+        ApprovalStatus::Pending,
+        "threshold 2 from the row"
+    );
+    let row = l
+        .record_decision(&decision("q1", &b(), Decision::Approve, 3), &legacy())
+        .await
+        .unwrap();
+    assert_eq!(row.status, ApprovalStatus::Approved);
 }
 
 pub async fn case_reject_wins_after_approve(l: &dyn Ledger) {
     approved(l, "r1").await;
     let row = l
-        .record_decision(&decision("r1", "bb", Decision::Reject, 2), 1, at(2))
+        .record_decision(&decision("r1", &b(), Decision::Reject, 2), &legacy())
         .await
         .unwrap();
     assert_eq!(row.status, ApprovalStatus::Rejected);
-    assert_eq!(row.decided_at, Some(at(2)));
-    // Once rejected, more approvals change nothing.
-    let row = l
-        .record_decision(&decision("r1", "cc", Decision::Approve, 3), 1, at(3))
-        .await
-        .unwrap();
-    assert_eq!(row.status, ApprovalStatus::Rejected);
-    let refused = l.consume("r1", ACTION, HASH, at(4)).await;
+    assert!(row.decided_at.is_some());
+    let refused = l.consume("r1", ACTION, HASH, FACTS).await;
     assert!(
         matches!(refused, Err(ConsumeError::Rejected)),
         "{refused:?}"
     );
     // A pending row with a rejection is rejected at once, whatever the threshold.
-    l.create_approval(&new_approval("r2")).await.unwrap();
+    let mut new = new_approval(l, "r2").await;
+    new.policy = RowPolicy::new(vec![a(), b(), c()], 3);
+    l.create_approval(&new).await.unwrap();
     let row = l
-        .record_decision(&decision("r2", "aa", Decision::Reject, 1), 3, at(1))
+        .record_decision(&decision("r2", &a(), Decision::Reject, 1), &legacy())
         .await
         .unwrap();
     assert_eq!(row.status, ApprovalStatus::Rejected);
 }
 
+pub async fn case_a_rejection_stays_on_record(l: &dyn Ledger) {
+    approved(l, "j1").await;
+    l.record_decision(&decision("j1", &b(), Decision::Reject, 2), &legacy())
+        .await
+        .unwrap();
+    let on_record = l.decisions("j1").await.unwrap();
+    let decided_at = l.approval("j1").await.unwrap().unwrap().decided_at;
+    // The rejecter changing their mind, the rejection replayed, a third approver approving:
+    // each refused, and nothing stored changes.
+    for (who, d, tag) in [
+        (b(), Decision::Approve, 3),
+        (b(), Decision::Reject, 2),
+        (c(), Decision::Approve, 4),
+        (a(), Decision::Reject, 5),
+    ] {
+        let r = l
+            .record_decision(&decision("j1", &who, d, tag), &legacy())
+            .await;
+        assert!(matches!(r, Err(DecideError::Rejected)), "{r:?}");
+    }
+    assert_eq!(l.decisions("j1").await.unwrap(), on_record);
+    let row = l.approval("j1").await.unwrap().unwrap();
+    assert_eq!(row.status, ApprovalStatus::Rejected);
+    assert_eq!(row.decided_at, decided_at);
+}
+
 pub async fn case_decide_refusals(l: &dyn Ledger) {
     let missing = l
-        .record_decision(&decision("nope", "aa", Decision::Approve, 1), 1, at(1))
+        .record_decision(&decision("nope", &a(), Decision::Approve, 1), &legacy())
         .await;
     assert!(matches!(missing, Err(DecideError::NotFound)), "{missing:?}");
 
-    l.create_approval(&new_approval("d1")).await.unwrap();
+    let short = short_lived(l, "d1", 200).await;
+    l.create_approval(&short).await.unwrap();
+    wait_past(l, short.expires_at).await;
     let late = l
-        .record_decision(&decision("d1", "aa", Decision::Approve, 61), 1, at(61))
+        .record_decision(&decision("d1", &a(), Decision::Approve, 2), &legacy())
         .await;
     assert!(matches!(late, Err(DecideError::Expired)), "{late:?}");
-    let row = l.approval("d1", at(2)).await.unwrap().unwrap();
+    let row = l.approval("d1").await.unwrap().unwrap();
     assert_eq!(
         row.status,
         ApprovalStatus::Expired,
@@ -241,18 +404,14 @@ pub async fn case_decide_refusals(l: &dyn Ledger) {
         l.decisions("d1").await.unwrap().is_empty(),
         "a refused decision is not kept"
     );
-    let again = l
-        .record_decision(&decision("d1", "aa", Decision::Reject, 2), 1, at(2))
-        .await;
-    assert!(matches!(again, Err(DecideError::Expired)), "{again:?}");
 
     approved(l, "d2").await;
-    l.consume("d2", ACTION, HASH, at(2)).await.unwrap();
+    l.consume("d2", ACTION, HASH, FACTS).await.unwrap();
     let after = l
-        .record_decision(&decision("d2", "bb", Decision::Reject, 3), 1, at(3))
+        .record_decision(&decision("d2", &b(), Decision::Reject, 3), &legacy())
         .await;
     assert!(matches!(after, Err(DecideError::Consumed)), "{after:?}");
-    let row = l.approval("d2", at(3)).await.unwrap().unwrap();
+    let row = l.approval("d2").await.unwrap().unwrap();
     assert_eq!(
         row.status,
         ApprovalStatus::Consumed,
@@ -262,107 +421,138 @@ pub async fn case_decide_refusals(l: &dyn Ledger) {
 
 pub async fn case_consume_once(l: &dyn Ledger) {
     approved(l, "k1").await;
-    let row = l.consume("k1", ACTION, HASH, at(5)).await.unwrap();
+    let before = l.clock().await.unwrap();
+    let row = l.consume("k1", ACTION, HASH, FACTS).await.unwrap();
+    let after = l.clock().await.unwrap();
     assert_eq!(row.status, ApprovalStatus::Consumed);
-    assert_eq!(row.consumed_at, Some(at(5)));
-    let second = l.consume("k1", ACTION, HASH, at(6)).await;
+    let consumed = row.consumed_at.unwrap();
+    assert!(
+        before <= consumed && consumed <= after,
+        "dated by the ledger's clock"
+    );
+    let second = l.consume("k1", ACTION, HASH, FACTS).await;
     assert!(matches!(second, Err(ConsumeError::Consumed)), "{second:?}");
-    // Consumed stays consumed past its expiry.
-    let late = l.consume("k1", ACTION, HASH, at(90)).await;
-    assert!(matches!(late, Err(ConsumeError::Consumed)), "{late:?}");
-    let row = l.approval("k1", at(90)).await.unwrap().unwrap();
+    let row = l.approval("k1").await.unwrap().unwrap();
     assert_eq!(row.status, ApprovalStatus::Consumed);
+}
+
+pub async fn case_consumed_stays_consumed_past_expiry(l: &dyn Ledger) {
+    let short = short_lived(l, "k2", 300).await;
+    l.create_approval(&short).await.unwrap();
+    l.record_decision(&decision("k2", &a(), Decision::Approve, 1), &legacy())
+        .await
+        .unwrap();
+    l.consume("k2", ACTION, HASH, FACTS).await.unwrap();
+    wait_past(l, short.expires_at).await;
+    let late = l.consume("k2", ACTION, HASH, FACTS).await;
+    assert!(matches!(late, Err(ConsumeError::Consumed)), "{late:?}");
+    assert_eq!(
+        l.approval("k2").await.unwrap().unwrap().status,
+        ApprovalStatus::Consumed
+    );
 }
 
 pub async fn case_consume_mismatch(l: &dyn Ledger) {
     approved(l, "m1").await;
     let edited = HASH.replace("aa", "ab");
-    let r = l.consume("m1", ACTION, &edited, at(5)).await;
+    let r = l.consume("m1", ACTION, &edited, FACTS).await;
     assert!(
         matches!(r, Err(ConsumeError::Mismatch)),
         "edited payload: {r:?}"
     );
-    let r = l.consume("m1", "discourse_post_reply", HASH, at(5)).await;
+    let r = l.consume("m1", "discourse_post_reply", HASH, FACTS).await;
     assert!(
         matches!(r, Err(ConsumeError::Mismatch)),
         "other action: {r:?}"
     );
+    // The target changed since the approver read the card.
+    let r = l
+        .consume("m1", ACTION, HASH, r#"{"replaces_existing_response":true}"#)
+        .await;
+    assert!(
+        matches!(r, Err(ConsumeError::Mismatch)),
+        "changed facts: {r:?}"
+    );
     // A mismatch consumes nothing: the right call still wins.
-    let row = l.consume("m1", ACTION, HASH, at(5)).await.unwrap();
+    let row = l.consume("m1", ACTION, HASH, FACTS).await.unwrap();
     assert_eq!(row.status, ApprovalStatus::Consumed);
 }
 
 pub async fn case_consume_refusals(l: &dyn Ledger) {
-    let r = l.consume("nope", ACTION, HASH, at(5)).await;
+    let r = l.consume("nope", ACTION, HASH, FACTS).await;
     assert!(matches!(r, Err(ConsumeError::NotFound)), "missing: {r:?}");
 
-    l.create_approval(&new_approval("p1")).await.unwrap();
-    let r = l.consume("p1", ACTION, HASH, at(5)).await;
+    l.create_approval(&new_approval(l, "p1").await)
+        .await
+        .unwrap();
+    let r = l.consume("p1", ACTION, HASH, FACTS).await;
     assert!(matches!(r, Err(ConsumeError::Pending)), "pending: {r:?}");
 
-    approved(l, "x1").await;
-    let r = l.consume("x1", ACTION, HASH, at(60)).await;
+    let short = short_lived(l, "x1", 300).await;
+    l.create_approval(&short).await.unwrap();
+    l.record_decision(&decision("x1", &a(), Decision::Approve, 1), &legacy())
+        .await
+        .unwrap();
+    wait_past(l, short.expires_at).await;
+    let r = l.consume("x1", ACTION, HASH, FACTS).await;
     assert!(
         matches!(r, Err(ConsumeError::Expired)),
-        "approved at expires_at: {r:?}"
+        "approved past expires_at: {r:?}"
     );
-    let row = l.approval("x1", at(5)).await.unwrap().unwrap();
+    let row = l.approval("x1").await.unwrap().unwrap();
     assert_eq!(
         row.status,
         ApprovalStatus::Expired,
         "consume stored the expiry"
     );
-    let r = l.consume("x1", ACTION, HASH, at(5)).await;
+    let r = l.consume("x1", ACTION, HASH, FACTS).await;
     assert!(
         matches!(r, Err(ConsumeError::Expired)),
         "stored expired: {r:?}"
-    );
-
-    l.create_approval(&new_approval("x2")).await.unwrap();
-    let r = l.consume("x2", ACTION, HASH, at(61)).await;
-    assert!(
-        matches!(r, Err(ConsumeError::Expired)),
-        "pending past expiry: {r:?}"
     );
 }
 
 pub async fn case_record_outcome(l: &dyn Ledger) {
     approved(l, "o1").await;
-    let early = l.record_outcome("o1", &WriteOutcome::Sent, at(2)).await;
+    let early = l.record_outcome("o1", &WriteOutcome::Sent).await;
     assert!(
         matches!(early, Err(LedgerError::Conflict(_))),
         "not consumed: {early:?}"
     );
-    l.consume("o1", ACTION, HASH, at(3)).await.unwrap();
+    l.consume("o1", ACTION, HASH, FACTS).await.unwrap();
     let failed = WriteOutcome::Failed {
         code: "UPSTREAM_ERROR".to_owned(),
     };
-    l.record_outcome("o1", &failed, at(4)).await.unwrap();
-    let row = l.approval("o1", at(5)).await.unwrap().unwrap();
+    l.record_outcome("o1", &failed).await.unwrap();
+    let row = l.approval("o1").await.unwrap().unwrap();
     assert_eq!(row.outcome, Some(failed));
-    assert_eq!(row.outcome_at, Some(at(4)));
-    let second = l.record_outcome("o1", &WriteOutcome::Sent, at(6)).await;
+    assert!(row.outcome_at >= row.consumed_at);
+    let second = l.record_outcome("o1", &WriteOutcome::Sent).await;
     assert!(
         matches!(second, Err(LedgerError::Conflict(_))),
         "second outcome: {second:?}"
     );
-    let missing = l.record_outcome("nope", &WriteOutcome::Sent, at(6)).await;
+    let missing = l.record_outcome("nope", &WriteOutcome::Sent).await;
     assert!(matches!(missing, Err(LedgerError::NotFound)), "{missing:?}");
 }
 
 pub async fn case_discard_pending(l: &dyn Ledger) {
-    l.create_approval(&new_approval("g1")).await.unwrap();
-    l.record_decision(&decision("g1", "aa", Decision::Approve, 1), 2, at(1))
+    let mut new = new_approval(l, "g1").await;
+    new.policy = RowPolicy::new(vec![a(), b()], 2);
+    l.create_approval(&new).await.unwrap();
+    l.record_decision(&decision("g1", &a(), Decision::Approve, 1), &legacy())
         .await
         .unwrap();
     l.discard_pending("g1").await.unwrap();
-    assert!(l.approval("g1", at(2)).await.unwrap().is_none());
+    assert!(l.approval("g1").await.unwrap().is_none());
     assert!(
         l.decisions("g1").await.unwrap().is_empty(),
         "decisions go with the row"
     );
     // The id is free again once discarded.
-    l.create_approval(&new_approval("g1")).await.unwrap();
+    l.create_approval(&new_approval(l, "g1").await)
+        .await
+        .unwrap();
 
     approved(l, "g2").await;
     let r = l.discard_pending("g2").await;
@@ -370,7 +560,7 @@ pub async fn case_discard_pending(l: &dyn Ledger) {
         matches!(r, Err(LedgerError::Conflict(_))),
         "approved: {r:?}"
     );
-    assert!(l.approval("g2", at(2)).await.unwrap().is_some());
+    assert!(l.approval("g2").await.unwrap().is_some());
     assert!(matches!(
         l.discard_pending("nope").await,
         Err(LedgerError::NotFound)
@@ -584,15 +774,19 @@ macro_rules! conformance_suite {
     ($open:path) => {
         conformance_suite!(@cases $open;
             case_ping_and_backend,
+            case_clock_is_the_ledgers,
             case_create_and_read,
             case_card_event,
             case_read_marks_expired,
             case_list_order_filter_and_expiry,
             case_single_approver,
             case_threshold_two_distinct_approvers,
+            case_the_rows_policy_decides,
             case_reject_wins_after_approve,
+            case_a_rejection_stays_on_record,
             case_decide_refusals,
             case_consume_once,
+            case_consumed_stays_consumed_past_expiry,
             case_consume_mismatch,
             case_consume_refusals,
             case_record_outcome,

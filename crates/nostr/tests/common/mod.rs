@@ -18,6 +18,8 @@ use care_core::pipeline::{ExternalWrite, WritePlanner};
 pub use care_core::testkit::{Recorder, RecordingWrite, Sent};
 use care_core::tool::{Registry, Services, ToolHandler};
 use care_core::tools::ledger_tools;
+use care_nostr::apply::Judge;
+use care_nostr::gatekeeper::{KnownApprovers, RefusalLog};
 use care_nostr::reaction::build_reaction;
 use care_nostr::{ChannelOptions, ChannelSettings, NostrChannel};
 use chrono::Utc;
@@ -103,6 +105,8 @@ pub struct Setup {
     /// Route the server's connection through a [`proxy::Proxy`] the test can cut (the
     /// approvers still reach the relay directly). In-process relay only.
     pub via_proxy: bool,
+    /// How far this process's clock is off (the ledger's clock must decide approval time).
+    pub clock_skew: chrono::Duration,
 }
 
 impl Default for Setup {
@@ -115,6 +119,7 @@ impl Default for Setup {
             relay_url: None,
             options: fast_options(),
             via_proxy: false,
+            clock_skew: chrono::Duration::zero(),
         }
     }
 }
@@ -130,7 +135,7 @@ pub fn fast_options() -> ChannelOptions {
 }
 
 /// What a restarted server shares with the first one: approvers, ledger, configuration.
-type SameServer = (Vec<Keys>, Arc<dyn Ledger>, Arc<Config>);
+type SameServer = (Vec<Keys>, Arc<dyn Ledger>, Arc<Config>, String);
 
 pub struct World {
     pub relay: Option<TestRelay>,
@@ -148,6 +153,10 @@ pub struct World {
     pub gate: Gate,
     pub recorder: Arc<Recorder>,
     pub config: Arc<Config>,
+    /// The ledger's URL (the first server's, shared by restarts).
+    pub db_url: String,
+    pub known: KnownApprovers,
+    pub refusals: RefusalLog,
     _dir: tempfile::TempDir,
 }
 
@@ -191,10 +200,50 @@ impl World {
 
     /// A second server process on the same ledger, keys and group (a restart).
     pub async fn restarted(&self, options: ChannelOptions) -> World {
-        let setup = Setup {
+        self.restarted_with(Setup {
             options,
             ..Setup::default()
-        };
+        })
+        .await
+    }
+
+    /// Another server process on the same ledger, relay and group whose configuration lists
+    /// other approvers and another threshold (writes enabled).
+    pub async fn other_process(&self, listed: &[&Keys], threshold: u32) -> World {
+        let listed: Vec<String> = listed.iter().map(|k| k.public_key().to_hex()).collect();
+        let env: HashMap<&str, String> = HashMap::from([
+            ("CARE_APPROVERS", listed.join(",")),
+            ("CARE_APPROVAL_THRESHOLD", threshold.to_string()),
+            (
+                "CARE_NOSTR_SECRET_KEY",
+                self.server.secret_key().to_bech32().unwrap(),
+            ),
+            ("CARE_NOSTR_RELAYS", self.relay_url.clone()),
+            ("CARE_APPROVAL_CHANNEL", self.group.clone()),
+            ("CARE_WRITE_ENABLED", "1".to_owned()),
+        ]);
+        let names: Vec<String> = env.keys().map(|k| (*k).to_owned()).collect();
+        let config = Arc::new(Config::from_env(|k| env.get(k).cloned(), names).unwrap());
+        World::build(
+            Setup::default(),
+            self.relay.clone(),
+            self.relay_url.clone(),
+            self.relay_url.clone(),
+            self.server.clone(),
+            self.group.clone(),
+            Some((
+                self.approvers.clone(),
+                Arc::clone(&self.ledger),
+                config,
+                self.db_url.clone(),
+            )),
+        )
+        .await
+    }
+
+    /// A restart with its own setup (write switch, clock skew, options; the approvers,
+    /// ledger and configuration stay the first server's).
+    pub async fn restarted_with(&self, setup: Setup) -> World {
         World::build(
             setup,
             self.relay.clone(),
@@ -206,6 +255,7 @@ impl World {
                 self.approvers.clone(),
                 Arc::clone(&self.ledger),
                 self.config.clone(),
+                self.db_url.clone(),
             )),
         )
         .await
@@ -221,8 +271,8 @@ impl World {
         same: Option<SameServer>,
     ) -> World {
         let (url, dir) = care_ledger::test_support::temp_sqlite();
-        let (approvers, ledger, config) = match same {
-            Some((approvers, ledger, config)) => (approvers, ledger, config),
+        let (approvers, ledger, config, db_url) = match same {
+            Some((approvers, ledger, config, db_url)) => (approvers, ledger, config, db_url),
             None => {
                 let approvers: Vec<Keys> = (0..setup.approvers).map(|_| Keys::generate()).collect();
                 let mut listed: Vec<String> = approvers
@@ -252,14 +302,16 @@ impl World {
                 let ledger = care_ledger::connect(Some(&url), std::path::Path::new("/nonexistent"))
                     .await
                     .unwrap();
-                (approvers, ledger, config)
+                (approvers, ledger, config, url)
             }
         };
+        let skew = setup.clock_skew;
         let services = Services::new(
             Arc::clone(&config),
             Arc::clone(&ledger),
             b"sk-demo-salt-0001",
-        );
+        )
+        .with_clock(Arc::new(move || Utc::now() + skew));
         let policy = services.policy.clone();
         let mut settings = ChannelSettings::from_config(&config).unwrap();
         settings.options = setup.options.clone();
@@ -275,6 +327,7 @@ impl World {
             ledger_tools(&services, vec![write.clone() as Arc<dyn WritePlanner>]);
         handlers.push(write);
         let registry = Registry::new(Role::Reviews, handlers).unwrap();
+        let known = KnownApprovers::new(policy.for_new_rows().approvers());
         World {
             relay,
             relay_url,
@@ -288,8 +341,20 @@ impl World {
             channel,
             gate: Gate::new(registry, services),
             recorder,
+            known,
+            refusals: RefusalLog::default(),
             config,
+            db_url,
             _dir: dir,
+        }
+    }
+
+    /// What the handler needs besides the ledger, as this process's channel has it.
+    pub fn judge(&self) -> Judge<'_> {
+        Judge {
+            policy: &self.policy,
+            known: &self.known,
+            refusals: &self.refusals,
         }
     }
 
@@ -368,16 +433,23 @@ impl World {
     }
 
     pub async fn ledger_status(&self, id: &str) -> ApprovalStatus {
-        self.ledger
-            .approval(id, Utc::now())
-            .await
-            .unwrap()
-            .unwrap()
-            .status
+        self.ledger.approval(id).await.unwrap().unwrap().status
     }
 
     /// Signs and publishes the reaction an approver's app would send.
     pub async fn react(&self, keys: &Keys, card: EventId, content: &str) -> Event {
+        self.react_ago(keys, card, content, 0).await
+    }
+
+    /// The same, dated `seconds` in the past (made before a later process started).
+    pub async fn react_ago(
+        &self,
+        keys: &Keys,
+        card: EventId,
+        content: &str,
+        seconds: u64,
+    ) -> Event {
+        let at = nostr_relay_builder::prelude::Timestamp::now().as_secs() - seconds;
         let event = nostr_relay_builder::prelude::EventBuilder::new(
             nostr_relay_builder::prelude::Kind::Reaction,
             content,
@@ -390,6 +462,7 @@ impl World {
                 [self.group.as_str()],
             ),
         ])
+        .custom_created_at(nostr_relay_builder::prelude::Timestamp::from_secs(at))
         .sign_with_keys(keys)
         .unwrap();
         self.publish(&event).await;
@@ -440,10 +513,28 @@ impl World {
     /// approval, approved after them on the same relay, is seen approved (each relay's
     /// messages are applied in order).
     pub async fn settle(&self) {
+        self.settle_with(&[&self.approvers[0]]).await;
+    }
+
+    /// [`World::settle`] for a process whose policy needs these approvers' approvals.
+    pub async fn settle_with(&self, approvers: &[&Keys]) {
         let (id, card) = self.request("sentinel").await;
-        self.react(&self.approvers[0], card, "+").await;
+        for keys in approvers {
+            self.react(keys, card, "+").await;
+        }
         self.wait_status(&id, "approved").await;
     }
+}
+
+/// Moves an approval's expiry to its creation time: by the ledger's clock it has lapsed.
+pub async fn expire_now(w: &World, id: &str) {
+    let changed = care_ledger::test_support::execute(
+        &w.db_url,
+        &format!("UPDATE approvals SET expires_at = created_at WHERE id = '{id}'"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(changed, 1);
 }
 
 pub fn reply_args(body: &str) -> Value {

@@ -6,9 +6,8 @@
 
 use std::process::ExitCode;
 
-use care_core::display::{block, counted, escape_line};
+use care_core::display::{block, counted, escape_line, is_all_visible};
 use care_core::ledger::{ApprovalRow, ApprovalStatus, Decision};
-use chrono::Utc;
 
 use crate::cli::ApprovalsCommand;
 use crate::startup::{StartError, load_config, open_ledger};
@@ -27,7 +26,6 @@ pub async fn run(action: ApprovalsCommand) -> Result<ExitCode, StartError> {
     }
     let config = load_config()?;
     let ledger = open_ledger(&config).await?;
-    let now = Utc::now();
     let mut out = String::new();
     match action {
         ApprovalsCommand::List { status, limit } => {
@@ -43,7 +41,7 @@ pub async fn run(action: ApprovalsCommand) -> Result<ExitCode, StartError> {
                 return Err(StartError("--limit must be 1..=1000".into()));
             }
             let rows = ledger
-                .list_approvals(status, limit, now)
+                .list_approvals(status, limit)
                 .await
                 .map_err(|e| StartError(format!("ledger unavailable: {e}")))?;
             out.push_str(&format!(
@@ -64,7 +62,7 @@ pub async fn run(action: ApprovalsCommand) -> Result<ExitCode, StartError> {
         }
         ApprovalsCommand::Show { id } => {
             let row = ledger
-                .approval(&id, now)
+                .approval(&id)
                 .await
                 .map_err(|e| StartError(format!("ledger unavailable: {e}")))?
                 .ok_or_else(|| StartError("no approval with that id".into()))?;
@@ -100,6 +98,9 @@ pub async fn run(action: ApprovalsCommand) -> Result<ExitCode, StartError> {
                     d.decided_at.to_rfc3339()
                 ));
             }
+            if let Some(card) = &row.card_text {
+                out.push_str(&card_block(card));
+            }
         }
         ApprovalsCommand::Approve { .. }
         | ApprovalsCommand::Reject { .. }
@@ -114,6 +115,24 @@ pub async fn run(action: ApprovalsCommand) -> Result<ExitCode, StartError> {
 
 /// Starts each line of the reason, so none of it can pass for a field line.
 const REASON_PREFIX: &str = "  │ ";
+
+/// The card exactly as approvers read it. It was escaped when it was rendered, so it is shown
+/// as stored; should the stored text hold anything invisible (written to the database by
+/// something else), it is escaped again rather than passed to the terminal.
+fn card_block(card: &str) -> String {
+    let mut out = String::from("card as approvers read it:\n");
+    if is_all_visible(card) {
+        for l in card.lines() {
+            out.push_str(REASON_PREFIX);
+            out.push_str(l);
+            out.push('\n');
+        }
+    } else {
+        out.push_str(&block(card, REASON_PREFIX).lines);
+        out.push('\n');
+    }
+    out
+}
 
 /// A value from the ledger escaped for its one line.
 fn line(value: &str) -> String {

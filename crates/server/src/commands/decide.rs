@@ -9,13 +9,12 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use care_core::approvals::ApproverKey;
+use care_core::approvals::{ApprovalPolicy, ApproverKey};
 use care_core::ledger::{ApprovalRow, ApprovalStatus, Decision};
 use care_nostr::card::tag_value;
 use care_nostr::evidence::verify_decision;
 use care_nostr::reaction::build_reaction;
 use care_nostr::{EventId, PublicKey};
-use chrono::Utc;
 
 use crate::startup::{StartError, load_config, open_ledger};
 
@@ -26,7 +25,7 @@ async fn read_row(id: &str) -> Result<ApprovalRow, StartError> {
     let config = load_config()?;
     let ledger = open_ledger(&config).await?;
     ledger
-        .approval(id, Utc::now())
+        .approval(id)
         .await
         .map_err(|e| StartError(format!("ledger unavailable: {e}")))?
         .ok_or_else(|| StartError("no approval with that id".into()))
@@ -42,15 +41,22 @@ pub async fn run(id: &str, key_file: &Path, decision: Decision) -> Result<ExitCo
             "this is the server's own key: its reactions never count".into(),
         ));
     }
-    if !config.approvers.is_empty() && !config.approvers.contains(&me) {
-        return Err(StartError(
-            "this key is not in CARE_APPROVERS: the server would ignore its reaction".into(),
-        ));
-    }
     if config.nostr_relays.is_empty() {
         return Err(StartError("CARE_NOSTR_RELAYS is not set".into()));
     }
     let row = read_row(id).await?;
+    // The row's own approvers decide (rows from before rows carried them: CARE_APPROVERS).
+    let policy = ApprovalPolicy::new(
+        config.approvers.clone(),
+        config.server_key.clone(),
+        config.approval_threshold,
+    );
+    if !policy.of_row(&row).lists(&me) {
+        return Err(StartError(
+            "this key is not an approver of this approval: the server would ignore its reaction"
+                .into(),
+        ));
+    }
     match (row.status, decision) {
         (ApprovalStatus::Pending | ApprovalStatus::Approved, _) => {}
         (status, _) => {

@@ -1,6 +1,11 @@
-//! `care-mcp --role R`: MCP over stdio until the client closes the pipe.
+//! `care-mcp --role R`: MCP over stdio until the client closes the pipe or the process is
+//! told to stop (SIGTERM, how Kubernetes stops a pod; SIGINT). Either way the stop is orderly:
+//! new calls are refused, external writes in flight finish and record their outcome and audit
+//! rows (bounded by [`STOP_GRACE`]), queued audit rows are written, then the process exits.
 
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
 use care_core::catalog::Role;
 use rmcp::ServiceExt;
@@ -9,12 +14,16 @@ use crate::handler::CareServer;
 use crate::startup::{StartError, build_gate};
 use crate::stdio;
 
+/// How long a stop waits for external writes in flight: an upstream request's timeout (10 s),
+/// one honoured Retry-After (5 s) and a retried request, within Kubernetes' default 30 s grace.
+pub const STOP_GRACE: Duration = Duration::from_secs(25);
+
 pub async fn run(role: Role) -> Result<ExitCode, StartError> {
-    let gate = build_gate(role).await?;
+    let gate = Arc::new(build_gate(role).await?);
     tracing::info!(role = %role, tools = gate.registry().tools().len(), ledger = gate.services().ledger.backend(), "serving on stdio");
     let auditor = gate.services().auditor.clone();
-    let ledger = std::sync::Arc::clone(&gate.services().ledger);
-    let server = CareServer::new(gate);
+    let ledger = Arc::clone(&gate.services().ledger);
+    let server = CareServer::new(Arc::clone(&gate));
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let pipes = stdio::filtered(stdin, stdout);
     let running = match server.serve((pipes.to_rmcp, pipes.from_rmcp)).await {
@@ -24,7 +33,27 @@ pub async fn run(role: Role) -> Result<ExitCode, StartError> {
             return Ok(ExitCode::from(1));
         }
     };
-    let ended = running.waiting().await;
+    let stop_session = running.cancellation_token();
+    let mut session = std::pin::pin!(running.waiting());
+    let ended = tokio::select! {
+        ended = &mut session => Some(ended),
+        () = stop_requested() => None,
+    };
+    let ended = match ended {
+        Some(ended) => {
+            // stdin closed: the session is over, writes in flight still finish.
+            finish_writes(&gate).await;
+            ended
+        }
+        None => {
+            // Signalled: the session stays open while writes in flight finish, so their
+            // answers still reach the client; new calls are refused meanwhile.
+            tracing::info!("stop requested: refusing new calls, finishing writes in flight");
+            finish_writes(&gate).await;
+            stop_session.cancel();
+            session.await
+        }
+    };
     // Everything rmcp wrote reaches stdout, and every audit row the ledger, before exit.
     let _ = pipes.writer.await;
     auditor.flush().await;
@@ -38,5 +67,36 @@ pub async fn run(role: Role) -> Result<ExitCode, StartError> {
             tracing::error!(error = %err, "session task failed");
             Ok(ExitCode::from(1))
         }
+    }
+}
+
+async fn finish_writes(gate: &care_core::gate::Gate) {
+    let in_flight = gate.writes_in_flight();
+    if !gate.drain(STOP_GRACE).await {
+        tracing::error!(
+            in_flight = gate.writes_in_flight(),
+            "external writes still running at the stop grace; their outcome may be missing"
+        );
+    } else if in_flight > 0 {
+        tracing::info!(
+            in_flight,
+            "external writes in flight finished before the stop"
+        );
+    }
+}
+
+/// SIGTERM or SIGINT.
+async fn stop_requested() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::warn!("signal handlers unavailable: stopping only at end of input");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {},
+        _ = int.recv() => {},
     }
 }

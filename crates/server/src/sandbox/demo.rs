@@ -4,9 +4,8 @@
 use std::time::Duration;
 
 use care_core::catalog::{self, Role};
-use care_core::fence::escape_for_display;
+use care_core::display::escape_line;
 use care_fakes::asc::DEMO_APP_ID;
-use chrono::Utc;
 use serde_json::{Value, json};
 
 use super::client::RoleClientSession;
@@ -211,7 +210,7 @@ pub async fn run(
         steps.note(&format!(
             "        received for {}: {}",
             reply.review_id,
-            escape_for_display(&reply.body)
+            escape_line(&reply.body).text
         ));
     }
     let replay = reviews.call("asc_review_reply", call).await?;
@@ -285,7 +284,7 @@ pub async fn run(
     .await
     .map_err(|e| StartError(e.to_string()))?;
     let rows = ledger
-        .list_approvals(None, 10, Utc::now())
+        .list_approvals(None, 10)
         .await
         .map_err(|e| StartError(format!("ledger: {e}")))?;
     for row in &rows {

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use care_core::fence::escape_for_display;
+use care_core::display::escape_line;
 use care_fakes::asc::FakeAsc;
 use serde_json::{Value, json};
 
@@ -66,7 +66,7 @@ pub fn show_sent(dir: &Path) -> Result<String, StartError> {
             } else {
                 ""
             },
-            escape_for_display(v["body"].as_str().unwrap_or_default()),
+            escape_line(v["body"].as_str().unwrap_or_default()).text,
         ));
     }
     Ok(format!(

@@ -360,6 +360,34 @@ impl Session {
         self.response(id)
     }
 
+    /// Sends a request without waiting for its answer; returns its id (see [`Session::response`]).
+    pub fn send_request(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        self.send_line(&message.to_string());
+        id
+    }
+
+    /// The server process's id (to signal it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM, as Kubernetes does to stop a pod.
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -TERM failed");
+    }
+
+    /// Closes stdin (end of input) without waiting for the exit.
+    pub fn close_stdin(&mut self) {
+        drop(self.stdin.take());
+    }
+
     /// Sends a request without params.
     pub fn request_without_params(&mut self, method: &str) -> Value {
         let id = self.next_id;
