@@ -53,7 +53,7 @@ impl std::fmt::Display for Role {
 pub enum Domain {
     AppStoreConnect,
     Discourse,
-    Mail,
+    Mailbox,
     Kubernetes,
     Ledger,
     Approvals,
@@ -64,7 +64,7 @@ impl Domain {
     pub fn is_upstream(self) -> bool {
         matches!(
             self,
-            Domain::AppStoreConnect | Domain::Discourse | Domain::Mail | Domain::Kubernetes
+            Domain::AppStoreConnect | Domain::Discourse | Domain::Mailbox | Domain::Kubernetes
         )
     }
 }
@@ -163,11 +163,11 @@ pub const CATALOG: &[CatalogEntry] = &[
         ExternalWrite,
         &[Community],
     ),
-    entry("mail_list", Domain::Mail, Read, &[Lead, Role::Mail]),
-    entry("mail_read", Domain::Mail, Read, &[Lead, Role::Mail]),
-    entry("mail_search", Domain::Mail, Read, &[Lead, Role::Mail]),
-    entry("mail_thread", Domain::Mail, Read, &[Lead, Role::Mail]),
-    entry("mail_send", Domain::Mail, ExternalWrite, &[Role::Mail]),
+    entry("mail_list", Domain::Mailbox, Read, &[Lead, Role::Mail]),
+    entry("mail_read", Domain::Mailbox, Read, &[Lead, Role::Mail]),
+    entry("mail_search", Domain::Mailbox, Read, &[Lead, Role::Mail]),
+    entry("mail_thread", Domain::Mailbox, Read, &[Lead, Role::Mail]),
+    entry("mail_send", Domain::Mailbox, ExternalWrite, &[Role::Mail]),
     entry("cluster_overview", Kubernetes, Read, &[Lead, Ops]),
     entry("cluster_workloads", Kubernetes, Read, &[Lead, Ops]),
     entry("cluster_pods", Kubernetes, Read, &[Lead, Ops]),

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::approvals::ApproverKey;
-use crate::ledger::Channel;
+use crate::ledger::SupportChannel;
 
 /// Default lifetime of an approval, in minutes.
 pub const DEFAULT_APPROVAL_TTL_MINUTES: u32 = 1_440;
@@ -14,20 +14,20 @@ pub const MAX_APPROVAL_TTL_MINUTES: u32 = 10_080;
 
 /// First-response targets per channel, in hours.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SlaTargets(pub BTreeMap<Channel, u32>);
+pub struct SlaTargets(pub BTreeMap<SupportChannel, u32>);
 
 impl Default for SlaTargets {
     fn default() -> Self {
         SlaTargets(BTreeMap::from([
-            (Channel::AppStore, 24),
-            (Channel::Forum, 12),
-            (Channel::Mail, 8),
+            (SupportChannel::AppStore, 24),
+            (SupportChannel::Forum, 12),
+            (SupportChannel::Mail, 8),
         ]))
     }
 }
 
 impl SlaTargets {
-    pub fn hours(&self, channel: Channel) -> u32 {
+    pub fn hours(&self, channel: SupportChannel) -> u32 {
         self.0.get(&channel).copied().unwrap_or(24)
     }
 }
@@ -339,7 +339,7 @@ fn parse_sla_targets(text: &str) -> Option<SlaTargets> {
     let mut targets = SlaTargets::default();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (name, hours) = item.split_once('=')?;
-        let channel = Channel::parse(name.trim())?;
+        let channel = SupportChannel::parse(name.trim())?;
         let hours: u32 = hours.trim().trim_end_matches('h').parse().ok()?;
         if !(1..=720).contains(&hours) {
             return None;
@@ -503,9 +503,9 @@ mod tests {
     #[test]
     fn sla_targets_parse() {
         let c = config(&[("CARE_SLA_TARGETS", "mail=4, forum=6h")]).unwrap();
-        assert_eq!(c.sla_targets.hours(Channel::Mail), 4);
-        assert_eq!(c.sla_targets.hours(Channel::Forum), 6);
-        assert_eq!(c.sla_targets.hours(Channel::AppStore), 24);
+        assert_eq!(c.sla_targets.hours(SupportChannel::Mail), 4);
+        assert_eq!(c.sla_targets.hours(SupportChannel::Forum), 6);
+        assert_eq!(c.sla_targets.hours(SupportChannel::AppStore), 24);
         assert!(config(&[("CARE_SLA_TARGETS", "mail=0")]).is_err());
         assert!(config(&[("CARE_SLA_TARGETS", "phone=3")]).is_err());
     }

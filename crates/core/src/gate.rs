@@ -16,7 +16,7 @@ use crate::catalog::{self, ToolKind};
 use crate::envelope;
 use crate::error::{ErrorCode, ToolError};
 use crate::ledger::AuditRecord;
-use crate::tool::{CallContext, Registry, Reply, Services, ToolHandler};
+use crate::tool::{CallContext, Handled, Registry, Services, ToolHandler};
 
 /// What the MCP layer sends back for one call.
 #[derive(Debug, Clone, PartialEq)]
@@ -164,7 +164,7 @@ impl Gate {
 impl Call {
     /// Answers with `code` without running the tool (audited like any call).
     async fn refuse(self, code: ErrorCode) -> GateAnswer {
-        self.finish(Reply::of(Err(ToolError::new(code)))).await
+        self.finish(Handled::of(Err(ToolError::new(code)))).await
     }
 
     async fn run(self) -> GateAnswer {
@@ -182,13 +182,13 @@ impl Call {
                     .or_else(|| payload.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "non-string panic payload".to_owned());
                 tracing::error!(tool, panic = %detail, "tool handler panicked");
-                Reply::of(Err(ToolError::new(ErrorCode::Internal)))
+                Handled::of(Err(ToolError::new(ErrorCode::Internal)))
             }
         };
         self.finish(reply).await
     }
 
-    async fn finish(self, reply: Reply) -> GateAnswer {
+    async fn finish(self, reply: Handled) -> GateAnswer {
         let tool = self.handler.entry().name;
         let (envelope, is_error, outcome, code) = match &reply.result {
             Ok(data) => {

@@ -273,20 +273,24 @@ pub struct KpiSeries {
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
-pub enum Channel {
+pub enum SupportChannel {
     AppStore,
     Forum,
     Mail,
 }
 
-impl Channel {
-    pub const ALL: [Channel; 3] = [Channel::AppStore, Channel::Forum, Channel::Mail];
+impl SupportChannel {
+    pub const ALL: [SupportChannel; 3] = [
+        SupportChannel::AppStore,
+        SupportChannel::Forum,
+        SupportChannel::Mail,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Channel::AppStore => "app_store",
-            Channel::Forum => "forum",
-            Channel::Mail => "mail",
+            SupportChannel::AppStore => "app_store",
+            SupportChannel::Forum => "forum",
+            SupportChannel::Mail => "mail",
         }
     }
 
@@ -297,7 +301,7 @@ impl Channel {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CsatEntry {
-    pub channel: Channel,
+    pub channel: SupportChannel,
     pub ticket_ref: String,
     pub score: u8,
     pub comment: Option<String>,
@@ -308,7 +312,7 @@ pub struct CsatEntry {
 /// Count of each CSAT score 1..=5 for one channel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CsatDistribution {
-    pub channel: Channel,
+    pub channel: SupportChannel,
     /// Index 0 is score 1.
     pub counts: [u64; 5],
 }
@@ -316,7 +320,7 @@ pub struct CsatDistribution {
 /// A customer conversation awaiting or having received a first response (feeds `sla_status`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ticket {
-    pub channel: Channel,
+    pub channel: SupportChannel,
     pub ticket_ref: String,
     pub opened_at: DateTime<Utc>,
     pub first_response_at: Option<DateTime<Utc>>,
@@ -325,7 +329,7 @@ pub struct Ticket {
 /// Tickets awaiting a first response in one channel.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AwaitingSummary {
-    pub channel: Channel,
+    pub channel: SupportChannel,
     pub awaiting: u64,
     /// Awaiting tickets opened before the breach cutoff given to the query.
     pub breached: u64,
@@ -448,7 +452,7 @@ pub trait Ledger: Send + Sync + std::fmt::Debug {
     /// Distribution per channel (only channels with at least one score), ordered by channel.
     async fn csat_distribution(
         &self,
-        channel: Option<Channel>,
+        channel: Option<SupportChannel>,
         since: Option<DateTime<Utc>>,
     ) -> Result<Vec<CsatDistribution>, LedgerError>;
 
@@ -458,7 +462,7 @@ pub trait Ledger: Send + Sync + std::fmt::Debug {
     /// Marks the first response of a ticket; later calls keep the first time.
     async fn mark_first_response(
         &self,
-        channel: Channel,
+        channel: SupportChannel,
         ticket_ref: &str,
         at: DateTime<Utc>,
     ) -> Result<(), LedgerError>;
@@ -467,8 +471,8 @@ pub trait Ledger: Send + Sync + std::fmt::Debug {
     /// opened before it count as breached. Channels with none awaiting are omitted.
     async fn awaiting_first_response(
         &self,
-        channel: Option<Channel>,
-        breach_cutoffs: &[(Channel, DateTime<Utc>)],
+        channel: Option<SupportChannel>,
+        breach_cutoffs: &[(SupportChannel, DateTime<Utc>)],
     ) -> Result<Vec<AwaitingSummary>, LedgerError>;
 
     // --- audit -----------------------------------------------------------------------------

@@ -12,18 +12,19 @@
 //! - [`outbound`]: the secret scan every external write passes.
 //! - [`ledger`]: the ledger trait and its row types (implemented by `care-ledger`).
 //! - [`approvals`]: approver keys and the decision policy in front of the ledger.
-//! - [`channel`]: the approval channel trait (cards out, signed decisions in).
+//! - [`approval_channel`]: the approval channel trait (cards out, signed decisions in).
 //! - [`tool`]: read / ledger-write / external-write tool traits and the registry.
+//! - [`ledger_tools`]: the tools that need no upstream (KPI, CSAT, SLA, approvals).
 //! - [`pipeline`]: the one path an external write can take.
 //! - [`gate`]: the call path every `tools/call` takes (lookup, panic containment, audit).
 //! - [`audit`]: audit events.
 //! - [`config`]: `CARE_*` configuration.
 
+pub mod approval_channel;
 pub mod approvals;
 pub mod audit;
 pub mod canonical;
 pub mod catalog;
-pub mod channel;
 pub mod config;
 pub mod display;
 pub mod envelope;
@@ -32,9 +33,9 @@ pub mod fence;
 pub mod gate;
 pub mod input;
 pub mod ledger;
+pub mod ledger_tools;
 pub mod outbound;
 pub mod pipeline;
 #[cfg(feature = "test-support")]
 pub mod testkit;
 pub mod tool;
-pub mod tools;

@@ -13,13 +13,13 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use crate::approval_channel::CardContent;
 use crate::canonical::{self, HashEncoding};
 use crate::catalog::{CatalogEntry, ToolKind};
-use crate::channel::CardContent;
 use crate::error::{ErrorCode, ToolError};
 use crate::input::{self, Validate};
 use crate::ledger::{ApprovalRow, ApprovalStatus, AuditRecord, ConsumeError, WriteOutcome};
-use crate::tool::{CallContext, Reply, Services, ToolHandler, catalog_entry, ledger_error};
+use crate::tool::{CallContext, Handled, Services, ToolHandler, catalog_entry, ledger_error};
 
 /// The argument every external write takes besides its own; never part of the payload hash.
 pub const APPROVAL_ID_FIELD: &str = "approval_id";
@@ -170,15 +170,15 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
         })
     }
 
-    async fn run(&self, ctx: &CallContext, mut arguments: Map<String, Value>) -> Reply {
+    async fn run(&self, ctx: &CallContext, mut arguments: Map<String, Value>) -> Handled {
         let approval_id = match arguments.remove(APPROVAL_ID_FIELD) {
             None | Some(Value::Null) => None,
             Some(Value::String(id)) if input::check_id(APPROVAL_ID_FIELD, &id, 64).is_ok() => {
                 Some(id)
             }
-            Some(_) => return Reply::of(Err(ToolError::invalid(APPROVAL_ID_FIELD))),
+            Some(_) => return Handled::of(Err(ToolError::invalid(APPROVAL_ID_FIELD))),
         };
-        let reply = |result, dry_run| Reply {
+        let reply = |result, dry_run| Handled {
             result,
             dry_run,
             approval_id: approval_id.clone(),
@@ -408,7 +408,7 @@ impl<T: ExternalWriteTool> ToolHandler for ExternalWrite<T> {
         }
         schema
     }
-    async fn call(&self, ctx: &CallContext, arguments: Map<String, Value>) -> Reply {
+    async fn call(&self, ctx: &CallContext, arguments: Map<String, Value>) -> Handled {
         self.run(ctx, arguments).await
     }
 }

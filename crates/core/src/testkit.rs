@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::channel::CardContent;
+use crate::approval_channel::CardContent;
 use crate::error::{ErrorCode, ToolError};
 use crate::input::{self, Validate};
 use crate::pipeline::{ExternalWriteTool, WritePermit, WritePlan};

@@ -11,10 +11,10 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::approval_channel::ApprovalChannel;
 use crate::approvals::ApprovalPolicy;
 use crate::audit::Auditor;
 use crate::catalog::{self, CatalogEntry, Role, ToolKind};
-use crate::channel::ApprovalChannel;
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
 use crate::input::{self, Validate};
@@ -98,15 +98,15 @@ pub fn ledger_error(err: LedgerError) -> ToolError {
 
 /// The answer of one call before it is wrapped in the envelope.
 #[derive(Debug, Clone)]
-pub struct Reply {
+pub struct Handled {
     pub result: Result<Value, ToolError>,
     pub dry_run: bool,
     pub approval_id: Option<String>,
 }
 
-impl Reply {
+impl Handled {
     pub fn of(result: Result<Value, ToolError>) -> Self {
-        Reply {
+        Handled {
             result,
             dry_run: false,
             approval_id: None,
@@ -122,7 +122,7 @@ pub trait ToolHandler: Send + Sync {
     fn implemented_kind(&self) -> ToolKind;
     fn description(&self) -> &'static str;
     fn input_schema(&self) -> Map<String, Value>;
-    async fn call(&self, ctx: &CallContext, arguments: Map<String, Value>) -> Reply;
+    async fn call(&self, ctx: &CallContext, arguments: Map<String, Value>) -> Handled;
 }
 
 /// A tool that only reads.
@@ -185,12 +185,12 @@ impl<T: ReadTool> ToolHandler for Read<T> {
     fn input_schema(&self) -> Map<String, Value> {
         input::schema_of::<T::Args>()
     }
-    async fn call(&self, ctx: &CallContext, arguments: Map<String, Value>) -> Reply {
+    async fn call(&self, ctx: &CallContext, arguments: Map<String, Value>) -> Handled {
         let result = match input::parse::<T::Args>(&arguments) {
             Ok(args) => self.0.run(ctx, args).await,
             Err(e) => Err(e),
         };
-        Reply::of(result)
+        Handled::of(result)
     }
 }
 
@@ -208,12 +208,12 @@ impl<T: LedgerWriteTool> ToolHandler for LedgerWrite<T> {
     fn input_schema(&self) -> Map<String, Value> {
         input::schema_of::<T::Args>()
     }
-    async fn call(&self, ctx: &CallContext, arguments: Map<String, Value>) -> Reply {
+    async fn call(&self, ctx: &CallContext, arguments: Map<String, Value>) -> Handled {
         let result = match input::parse::<T::Args>(&arguments) {
             Ok(args) => self.0.run(ctx, args).await,
             Err(e) => Err(e),
         };
-        Reply::of(result)
+        Handled::of(result)
     }
 }
 

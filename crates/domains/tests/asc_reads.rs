@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use care_core::catalog::{self, Domain, Role};
-use care_core::ledger::Channel;
+use care_core::ledger::SupportChannel;
 use care_domains::asc::token::{TOKEN_LIFETIME_SECS, TokenSigner};
 use care_fakes::asc::{DEMO_APP_ID, Failure, OTHER_APP_ID, TokenVerifier, demo_seed};
 use chrono::{Duration, Utc};
@@ -497,7 +497,10 @@ async fn unanswered_reviews_feed_the_sla() {
     let cutoff = Utc::now() - Duration::hours(24);
     let rows = h
         .ledger
-        .awaiting_first_response(Some(Channel::AppStore), &[(Channel::AppStore, cutoff)])
+        .awaiting_first_response(
+            Some(SupportChannel::AppStore),
+            &[(SupportChannel::AppStore, cutoff)],
+        )
         .await
         .unwrap();
     assert_eq!(rows.len(), 1);

@@ -5,7 +5,7 @@
 
 mod common;
 
-use care_core::ledger::{ApprovalStatus, Channel};
+use care_core::ledger::{ApprovalStatus, SupportChannel};
 use chrono::{Duration, Utc};
 use common::{Options, harness};
 use serde_json::{Value, json};
@@ -205,8 +205,8 @@ async fn an_approved_reply_is_sent_once_with_exactly_the_approved_body() {
     let rows = h
         .ledger
         .awaiting_first_response(
-            Some(Channel::AppStore),
-            &[(Channel::AppStore, Utc::now() - Duration::hours(24))],
+            Some(SupportChannel::AppStore),
+            &[(SupportChannel::AppStore, Utc::now() - Duration::hours(24))],
         )
         .await
         .unwrap();

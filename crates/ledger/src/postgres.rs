@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use care_core::approvals::RowPolicy;
 use care_core::ledger::{
-    ApprovalRow, ApprovalStatus, AuditRecord, AwaitingSummary, Channel, ConsumeError,
-    CsatDistribution, CsatEntry, DecideError, DecisionRow, KpiEntry, KpiSeries, Ledger,
-    LedgerError, NewApproval, NewDecision, Ticket, WriteOutcome,
+    ApprovalRow, ApprovalStatus, AuditRecord, AwaitingSummary, ConsumeError, CsatDistribution,
+    CsatEntry, DecideError, DecisionRow, KpiEntry, KpiSeries, Ledger, LedgerError, NewApproval,
+    NewDecision, SupportChannel, Ticket, WriteOutcome,
 };
 use chrono::{DateTime, Utc};
 use sqlx::migrate::Migrator;

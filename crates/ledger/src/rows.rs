@@ -4,8 +4,8 @@
 use care_core::approvals::RowPolicy;
 use care_core::canonical::HashEncoding;
 use care_core::ledger::{
-    ApprovalRow, ApprovalStatus, AuditRecord, Channel, Decision, DecisionRow, KpiEntry, KpiSeries,
-    LedgerError, WriteOutcome,
+    ApprovalRow, ApprovalStatus, AuditRecord, Decision, DecisionRow, KpiEntry, KpiSeries,
+    LedgerError, SupportChannel, WriteOutcome,
 };
 use chrono::{DateTime, Utc};
 
@@ -23,8 +23,8 @@ fn opt_time(ms: Option<i64>) -> Result<Option<DateTime<Utc>>, LedgerError> {
     ms.map(time).transpose()
 }
 
-pub(crate) fn channel(s: &str) -> Result<Channel, LedgerError> {
-    Channel::parse(s).ok_or_else(|| corrupt("unknown channel"))
+pub(crate) fn channel(s: &str) -> Result<SupportChannel, LedgerError> {
+    SupportChannel::parse(s).ok_or_else(|| corrupt("unknown channel"))
 }
 
 /// Limits arrive as `u32`; SQL wants a signed 64-bit integer.
@@ -256,8 +256,8 @@ pub(crate) fn duration_us(us: u64) -> i64 {
 }
 
 /// The three per-channel breach cutoffs, in the order the awaiting query binds them.
-pub(crate) fn cutoffs(breach_cutoffs: &[(Channel, DateTime<Utc>)]) -> [Option<i64>; 3] {
-    Channel::ALL.map(|c| {
+pub(crate) fn cutoffs(breach_cutoffs: &[(SupportChannel, DateTime<Utc>)]) -> [Option<i64>; 3] {
+    SupportChannel::ALL.map(|c| {
         breach_cutoffs
             .iter()
             .find(|(ch, _)| *ch == c)
@@ -269,7 +269,7 @@ pub(crate) fn cutoffs(breach_cutoffs: &[(Channel, DateTime<Utc>)]) -> [Option<i6
 pub(crate) fn csat_distributions(
     rows: Vec<CsatCountRecord>,
 ) -> Result<Vec<care_core::ledger::CsatDistribution>, LedgerError> {
-    let mut by_channel = std::collections::BTreeMap::<Channel, [u64; 5]>::new();
+    let mut by_channel = std::collections::BTreeMap::<SupportChannel, [u64; 5]>::new();
     for r in rows {
         let ch = channel(&r.channel)?;
         let slot = usize::try_from(r.score)

@@ -342,11 +342,11 @@ macro_rules! impl_ledger {
 
             async fn csat_distribution(
                 &self,
-                channel: Option<Channel>,
+                channel: Option<SupportChannel>,
                 since: Option<DateTime<Utc>>,
             ) -> Result<Vec<CsatDistribution>, LedgerError> {
                 let recs: Vec<CsatCountRecord> = sqlx::query_as(sql::CSAT_COUNTS)
-                    .bind(channel.map(Channel::as_str))
+                    .bind(channel.map(SupportChannel::as_str))
                     .bind(since.map(millis))
                     .fetch_all(self.ready().await?)
                     .await
@@ -368,7 +368,7 @@ macro_rules! impl_ledger {
 
             async fn mark_first_response(
                 &self,
-                channel: Channel,
+                channel: SupportChannel,
                 ticket_ref: &str,
                 at: DateTime<Utc>,
             ) -> Result<(), LedgerError> {
@@ -399,15 +399,15 @@ macro_rules! impl_ledger {
 
             async fn awaiting_first_response(
                 &self,
-                channel: Option<Channel>,
-                breach_cutoffs: &[(Channel, DateTime<Utc>)],
+                channel: Option<SupportChannel>,
+                breach_cutoffs: &[(SupportChannel, DateTime<Utc>)],
             ) -> Result<Vec<AwaitingSummary>, LedgerError> {
                 let [app_store, forum, mail] = rows::cutoffs(breach_cutoffs);
                 let recs: Vec<AwaitingRecord> = sqlx::query_as(sql::AWAITING)
                     .bind(app_store)
                     .bind(forum)
                     .bind(mail)
-                    .bind(channel.map(Channel::as_str))
+                    .bind(channel.map(SupportChannel::as_str))
                     .fetch_all(self.ready().await?)
                     .await
                     .map_err(db)?;

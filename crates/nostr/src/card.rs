@@ -8,7 +8,7 @@
 //! 1. Facts, each on its own line after a server label, values escaped as single lines by
 //!    [`care_core::display::escape_line`] (a `\n` in a value shows as `\u{a}` and cannot start a
 //!    line): `Approval needed: <title>`, `Action: <tool>`, `Target: <target>`, each
-//!    [`CardFact`](care_core::channel::CardFact) as `<label>: <value>`, `Requested by: the <role>
+//!    [`CardFact`](care_core::approval_channel::CardFact) as `<label>: <value>`, `Requested by: the <role>
 //!    agent`, `Expires: <UTC time>`, `Approval id: <id>`, `Payload hash: <64 hex>` (in full, so
 //!    an approver can compare it with a hash they recompute).
 //! 2. The text to send, if the write sends one: a header line of the server's with the size of
@@ -45,7 +45,7 @@
 //! React ✅ 👍 + to approve, ❌ 👎 - to reject. Other reactions are ignored.
 //! ```
 
-use care_core::channel::ApprovalCard;
+use care_core::approval_channel::ApprovalCard;
 use care_core::display::{block, counted, escape_line};
 use chrono::{DateTime, Utc};
 use nostr_sdk::{Event, EventBuilder, Keys, Kind, Tag, TagKind, Timestamp};
@@ -183,10 +183,10 @@ mod tests {
         ApprovalCard {
             approval_id: "apr_0123".into(),
             action: "asc_review_reply".into(),
-            content: care_core::channel::CardContent {
+            content: care_core::approval_channel::CardContent {
                 title: "reply to an App Store review".into(),
                 target: "review rev-1 of Demo Care (KOR), reply in ko".into(),
-                facts: vec![care_core::channel::CardFact::new(
+                facts: vec![care_core::approval_channel::CardFact::new(
                     "Replaces an existing response",
                     "no",
                 )],

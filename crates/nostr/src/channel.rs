@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use care_core::approval_channel::{ApprovalCard, ApprovalChannel, ChannelError, SignedCard};
 use care_core::approvals::ApprovalPolicy;
-use care_core::channel::{ApprovalCard, ApprovalChannel, ChannelError, SignedCard};
 use care_core::ledger::{ApprovalRow, Ledger};
 use nostr_sdk::{
     Alphabet, Client, Event, EventId, Filter, JsonUtil, Keys, Kind, PublicKey, RelayOptions,

@@ -3,7 +3,7 @@
 //! card's own, the rendering is one-to-one, and the whole card is visible.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use care_core::channel::{ApprovalCard, CardContent, CardFact};
+use care_core::approval_channel::{ApprovalCard, CardContent, CardFact};
 use care_core::display::{escape_block, escape_line, in_escaped_set, is_all_visible};
 use care_nostr::card::{BLOCK_PREFIX, card_text};
 use chrono::{DateTime, Utc};

@@ -100,7 +100,7 @@ impl Ledger for Counting {
     }
     async fn csat_distribution(
         &self,
-        c: Option<Channel>,
+        c: Option<SupportChannel>,
         s: Option<DateTime<Utc>>,
     ) -> Result<Vec<CsatDistribution>, LedgerError> {
         self.hit().csat_distribution(c, s).await
@@ -110,7 +110,7 @@ impl Ledger for Counting {
     }
     async fn mark_first_response(
         &self,
-        c: Channel,
+        c: SupportChannel,
         r: &str,
         at: DateTime<Utc>,
     ) -> Result<(), LedgerError> {
@@ -118,8 +118,8 @@ impl Ledger for Counting {
     }
     async fn awaiting_first_response(
         &self,
-        c: Option<Channel>,
-        b: &[(Channel, DateTime<Utc>)],
+        c: Option<SupportChannel>,
+        b: &[(SupportChannel, DateTime<Utc>)],
     ) -> Result<Vec<AwaitingSummary>, LedgerError> {
         self.hit().awaiting_first_response(c, b).await
     }

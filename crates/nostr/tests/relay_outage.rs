@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use care_core::channel::ApprovalChannel;
+use care_core::approval_channel::ApprovalChannel;
 use common::{Setup, World, fast_options, free_port, reply_args};
 use serde_json::json;
 

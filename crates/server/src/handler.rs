@@ -142,7 +142,7 @@ pub mod fault {
 
     use async_trait::async_trait;
     use care_core::catalog::{CatalogEntry, ToolKind};
-    use care_core::tool::{CallContext, Reply, ToolHandler};
+    use care_core::tool::{CallContext, Handled, ToolHandler};
     use serde_json::{Map, Value};
 
     struct Panicking(Arc<dyn ToolHandler>);
@@ -162,7 +162,7 @@ pub mod fault {
             self.0.input_schema()
         }
         #[allow(clippy::panic)]
-        async fn call(&self, _ctx: &CallContext, _arguments: Map<String, Value>) -> Reply {
+        async fn call(&self, _ctx: &CallContext, _arguments: Map<String, Value>) -> Handled {
             panic!("injected fault: sk-demo-panic-payload must not reach the caller");
         }
     }

@@ -8,9 +8,9 @@ use care_core::catalog::{self, Domain, Role};
 use care_core::config::Config;
 use care_core::gate::Gate;
 use care_core::ledger::Ledger;
+use care_core::ledger_tools;
 use care_core::pipeline::WritePlanner;
 use care_core::tool::{Registry, Services, ToolHandler};
-use care_core::tools::ledger_tools;
 
 /// A reason the process cannot serve: printed as one line on stderr, exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -143,7 +143,7 @@ pub async fn build_gate(role: Role) -> Result<Gate, StartError> {
     }
     // --- end App Store Connect ---
     if catalog::role_needs(role, Domain::Ledger) || catalog::role_needs(role, Domain::Approvals) {
-        handlers.extend(ledger_tools(&services, planners));
+        handlers.extend(ledger_tools::all(&services, planners));
     }
     #[cfg(feature = "fault-injection")]
     let handlers = crate::handler::fault::inject(handlers);

@@ -12,10 +12,10 @@ use care_core::catalog::Role;
 use care_core::config::Config;
 use care_core::gate::{Gate, GateAnswer};
 use care_core::ledger::{ApprovalStatus, Decision, Ledger, NewApproval, WriteOutcome};
+use care_core::ledger_tools;
 use care_core::pipeline::{ExternalWrite, WritePlanner};
 use care_core::testkit::{Recorder, RecordingWrite, Sent};
 use care_core::tool::{Registry, Services, ToolHandler};
-use care_core::tools::ledger_tools;
 use chrono::{Duration, Utc};
 use serde_json::{Map, Value, json};
 
@@ -79,7 +79,7 @@ async fn harness(backend: &str, write_enabled: bool, approvers: &[&str]) -> Harn
         Arc::clone(&services),
     ));
     let mut handlers: Vec<Arc<dyn ToolHandler>> =
-        ledger_tools(&services, vec![write.clone() as Arc<dyn WritePlanner>]);
+        ledger_tools::all(&services, vec![write.clone() as Arc<dyn WritePlanner>]);
     handlers.push(write);
     let registry = Registry::new(Role::Reviews, handlers).unwrap();
     Harness {

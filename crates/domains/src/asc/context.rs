@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use chrono::{DateTime, Utc};
 
 use care_core::error::{ErrorCode, ToolError};
-use care_core::ledger::{Channel, Ticket};
+use care_core::ledger::{SupportChannel, Ticket};
 use care_core::tool::Services;
 
 use super::api::{MAX_PAGE, ReviewQuery};
@@ -156,7 +156,7 @@ impl AscContext {
         let ledger = &self.services.ledger;
         for review in reviews {
             let ticket = Ticket {
-                channel: Channel::AppStore,
+                channel: SupportChannel::AppStore,
                 ticket_ref: review.id.clone(),
                 opened_at: review.created,
                 first_response_at: None,
@@ -173,7 +173,7 @@ impl AscContext {
                     .unwrap_or(now)
                     .max(review.created);
                 if let Err(err) = ledger
-                    .mark_first_response(Channel::AppStore, &review.id, at)
+                    .mark_first_response(SupportChannel::AppStore, &review.id, at)
                     .await
                 {
                     tracing::warn!(error = %err, "review first response not recorded");

@@ -11,9 +11,9 @@ use care_core::catalog::Role;
 use care_core::config::Config;
 use care_core::gate::{Gate, GateAnswer};
 use care_core::ledger::{Decision, Ledger};
+use care_core::ledger_tools;
 use care_core::pipeline::WritePlanner;
 use care_core::tool::{Registry, Services, ToolHandler};
-use care_core::tools::ledger_tools;
 use care_domains::asc::{self, AscConfig};
 use care_fakes::asc::{DEMO_APP_ID, DEMO_PRO_APP_ID, FakeAsc, Seed, demo_seed};
 use serde_json::{Map, Value, json};
@@ -94,7 +94,7 @@ pub async fn harness(options: Options) -> Harness {
         &mut planners,
     )
     .unwrap();
-    handlers.extend(ledger_tools(&services, planners));
+    handlers.extend(ledger_tools::all(&services, planners));
     let registry = Registry::new(options.role, handlers).unwrap();
     Harness {
         fake,

@@ -10,8 +10,8 @@ use std::time::Duration as StdDuration;
 use care_core::approvals::{ApproverKey, RowPolicy};
 use care_core::canonical::HashEncoding;
 use care_core::ledger::{
-    ApprovalStatus, AuditRecord, Channel, ConsumeError, CsatEntry, DecideError, Decision, KpiEntry,
-    Ledger, LedgerError, NewApproval, NewDecision, Ticket, WriteOutcome,
+    ApprovalStatus, AuditRecord, ConsumeError, CsatEntry, DecideError, Decision, KpiEntry, Ledger,
+    LedgerError, NewApproval, NewDecision, SupportChannel, Ticket, WriteOutcome,
 };
 use chrono::{DateTime, Duration, TimeZone, Utc};
 
@@ -616,7 +616,7 @@ pub async fn case_kpi_series(l: &dyn Ledger) {
     assert!(l.kpi_series(Some("other"), None).await.unwrap().is_empty());
 }
 
-fn csat(channel: Channel, score: u8, minute: i64) -> CsatEntry {
+fn csat(channel: SupportChannel, score: u8, minute: i64) -> CsatEntry {
     CsatEntry {
         channel,
         ticket_ref: format!("t-{minute}"),
@@ -630,35 +630,35 @@ fn csat(channel: Channel, score: u8, minute: i64) -> CsatEntry {
 pub async fn case_csat_distribution(l: &dyn Ledger) {
     assert!(l.csat_distribution(None, None).await.unwrap().is_empty());
     for (ch, score, minute) in [
-        (Channel::Mail, 5, 1),
-        (Channel::Mail, 5, 2),
-        (Channel::Mail, 1, 3),
-        (Channel::AppStore, 3, 4),
-        (Channel::Mail, 4, 10),
+        (SupportChannel::Mail, 5, 1),
+        (SupportChannel::Mail, 5, 2),
+        (SupportChannel::Mail, 1, 3),
+        (SupportChannel::AppStore, 3, 4),
+        (SupportChannel::Mail, 4, 10),
     ] {
         l.record_csat(&csat(ch, score, minute)).await.unwrap();
     }
     let all = l.csat_distribution(None, None).await.unwrap();
     assert_eq!(all.len(), 2, "the forum has no scores and is omitted");
-    assert_eq!(all[0].channel, Channel::AppStore);
+    assert_eq!(all[0].channel, SupportChannel::AppStore);
     assert_eq!(all[0].counts, [0, 0, 1, 0, 0]);
-    assert_eq!(all[1].channel, Channel::Mail);
+    assert_eq!(all[1].channel, SupportChannel::Mail);
     assert_eq!(all[1].counts, [1, 0, 0, 1, 2]);
     let mail_late = l
-        .csat_distribution(Some(Channel::Mail), Some(at(3)))
+        .csat_distribution(Some(SupportChannel::Mail), Some(at(3)))
         .await
         .unwrap();
     assert_eq!(mail_late.len(), 1);
     assert_eq!(mail_late[0].counts, [1, 0, 0, 1, 0]);
     assert!(
-        l.csat_distribution(Some(Channel::Forum), None)
+        l.csat_distribution(Some(SupportChannel::Forum), None)
             .await
             .unwrap()
             .is_empty()
     );
 }
 
-fn ticket(channel: Channel, r: &str, minute: i64) -> Ticket {
+fn ticket(channel: SupportChannel, r: &str, minute: i64) -> Ticket {
     Ticket {
         channel,
         ticket_ref: r.to_owned(),
@@ -668,50 +668,55 @@ fn ticket(channel: Channel, r: &str, minute: i64) -> Ticket {
 }
 
 pub async fn case_tickets_and_sla(l: &dyn Ledger) {
-    l.open_ticket(&ticket(Channel::Mail, "m-1", 0))
+    l.open_ticket(&ticket(SupportChannel::Mail, "m-1", 0))
         .await
         .unwrap();
     // Opening again changes nothing (not even the opening time).
-    l.open_ticket(&ticket(Channel::Mail, "m-1", 50))
+    l.open_ticket(&ticket(SupportChannel::Mail, "m-1", 50))
         .await
         .unwrap();
-    l.open_ticket(&ticket(Channel::Mail, "m-2", 30))
+    l.open_ticket(&ticket(SupportChannel::Mail, "m-2", 30))
         .await
         .unwrap();
-    l.open_ticket(&ticket(Channel::Mail, "m-3", 40))
+    l.open_ticket(&ticket(SupportChannel::Mail, "m-3", 40))
         .await
         .unwrap();
-    l.open_ticket(&ticket(Channel::Forum, "f-1", 10))
+    l.open_ticket(&ticket(SupportChannel::Forum, "f-1", 10))
         .await
         .unwrap();
-    l.open_ticket(&ticket(Channel::AppStore, "a-1", 5))
+    l.open_ticket(&ticket(SupportChannel::AppStore, "a-1", 5))
         .await
         .unwrap();
     // The same ref in another channel is another ticket.
-    l.open_ticket(&ticket(Channel::Forum, "m-1", 45))
+    l.open_ticket(&ticket(SupportChannel::Forum, "m-1", 45))
         .await
         .unwrap();
 
-    l.mark_first_response(Channel::AppStore, "a-1", at(6))
+    l.mark_first_response(SupportChannel::AppStore, "a-1", at(6))
         .await
         .unwrap();
-    l.mark_first_response(Channel::Mail, "m-3", at(41))
+    l.mark_first_response(SupportChannel::Mail, "m-3", at(41))
         .await
         .unwrap();
     // A later response keeps the first time: m-3 stays answered, m-3 still not awaiting.
-    l.mark_first_response(Channel::Mail, "m-3", at(99))
+    l.mark_first_response(SupportChannel::Mail, "m-3", at(99))
         .await
         .unwrap();
-    let missing = l.mark_first_response(Channel::Mail, "nope", at(1)).await;
+    let missing = l
+        .mark_first_response(SupportChannel::Mail, "nope", at(1))
+        .await;
     assert!(matches!(missing, Err(LedgerError::NotFound)), "{missing:?}");
 
-    let cutoffs = [(Channel::Mail, at(20)), (Channel::Forum, at(20))];
+    let cutoffs = [
+        (SupportChannel::Mail, at(20)),
+        (SupportChannel::Forum, at(20)),
+    ];
     let all = l.awaiting_first_response(None, &cutoffs).await.unwrap();
     assert_eq!(all.len(), 2, "app store has nothing awaiting: {all:?}");
-    assert_eq!(all[0].channel, Channel::Forum);
+    assert_eq!(all[0].channel, SupportChannel::Forum);
     assert_eq!((all[0].awaiting, all[0].breached), (2, 1));
     assert_eq!(all[0].oldest_opened_at, Some(at(10)));
-    assert_eq!(all[1].channel, Channel::Mail);
+    assert_eq!(all[1].channel, SupportChannel::Mail);
     assert_eq!(
         (all[1].awaiting, all[1].breached),
         (2, 1),
@@ -721,18 +726,21 @@ pub async fn case_tickets_and_sla(l: &dyn Ledger) {
 
     // Per-channel cutoffs: a later mail cutoff breaches both; no forum cutoff breaches none.
     let mail = l
-        .awaiting_first_response(Some(Channel::Mail), &[(Channel::Mail, at(35))])
+        .awaiting_first_response(
+            Some(SupportChannel::Mail),
+            &[(SupportChannel::Mail, at(35))],
+        )
         .await;
     let mail = mail.unwrap();
     assert_eq!(mail.len(), 1);
     assert_eq!((mail[0].awaiting, mail[0].breached), (2, 2));
     let forum = l
-        .awaiting_first_response(Some(Channel::Forum), &[])
+        .awaiting_first_response(Some(SupportChannel::Forum), &[])
         .await
         .unwrap();
     assert_eq!((forum[0].awaiting, forum[0].breached), (2, 0));
     assert!(
-        l.awaiting_first_response(Some(Channel::AppStore), &cutoffs)
+        l.awaiting_first_response(Some(SupportChannel::AppStore), &cutoffs)
             .await
             .unwrap()
             .is_empty()

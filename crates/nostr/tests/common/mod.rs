@@ -14,10 +14,10 @@ use care_core::catalog::Role;
 use care_core::config::Config;
 use care_core::gate::{Gate, GateAnswer};
 use care_core::ledger::{ApprovalStatus, Ledger};
+use care_core::ledger_tools;
 use care_core::pipeline::{ExternalWrite, WritePlanner};
 pub use care_core::testkit::{Recorder, RecordingWrite, Sent};
 use care_core::tool::{Registry, Services, ToolHandler};
-use care_core::tools::ledger_tools;
 use care_nostr::apply::Judge;
 use care_nostr::gatekeeper::{KnownApprovers, RefusalLog};
 use care_nostr::reaction::build_reaction;
@@ -324,7 +324,7 @@ impl World {
             Arc::clone(&services),
         ));
         let mut handlers: Vec<Arc<dyn ToolHandler>> =
-            ledger_tools(&services, vec![write.clone() as Arc<dyn WritePlanner>]);
+            ledger_tools::all(&services, vec![write.clone() as Arc<dyn WritePlanner>]);
         handlers.push(write);
         let registry = Registry::new(Role::Reviews, handlers).unwrap();
         let known = KnownApprovers::new(policy.for_new_rows().approvers());

@@ -11,10 +11,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use care_core::channel::{CardContent, CardFact};
+use care_core::approval_channel::{CardContent, CardFact};
 use care_core::error::{ErrorCode, ToolError};
 use care_core::input::{self, Validate};
-use care_core::ledger::{Channel, Ticket};
+use care_core::ledger::{SupportChannel, Ticket};
 use care_core::pipeline::{ExternalWriteTool, WritePermit, WritePlan};
 use care_core::tool::CallContext;
 
@@ -169,7 +169,7 @@ impl ExternalWriteTool for ReviewReply {
         // effort: the reply is out, a ledger hiccup must not make it look failed).
         let ledger = &self.asc.services.ledger;
         let ticket = Ticket {
-            channel: Channel::AppStore,
+            channel: SupportChannel::AppStore,
             ticket_ref: payload.review_id.clone(),
             opened_at: payload.created,
             first_response_at: None,
@@ -177,7 +177,7 @@ impl ExternalWriteTool for ReviewReply {
         let recorded = match ledger.open_ticket(&ticket).await {
             Ok(()) => {
                 ledger
-                    .mark_first_response(Channel::AppStore, &payload.review_id, Utc::now())
+                    .mark_first_response(SupportChannel::AppStore, &payload.review_id, Utc::now())
                     .await
             }
             Err(e) => Err(e),

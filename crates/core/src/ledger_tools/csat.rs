@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::{round2, window_start};
 use crate::error::ToolError;
 use crate::input::{self, MAX_ID_CHARS, Validate};
-use crate::ledger::{Channel, CsatDistribution, CsatEntry};
+use crate::ledger::{CsatDistribution, CsatEntry, SupportChannel};
 use crate::tool::{CallContext, LedgerWriteTool, ReadTool, Services, ledger_error};
 
 /// Longest CSAT comment kept.
@@ -22,7 +22,7 @@ pub struct CsatRecord(pub Arc<Services>);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CsatRecordArgs {
-    pub channel: Channel,
+    pub channel: SupportChannel,
     /// The conversation the score belongs to (review id, topic id, mail thread id).
     #[schemars(length(min = 1, max = 128))]
     pub ticket_ref: String,
@@ -82,7 +82,7 @@ pub struct CsatSummary(pub Arc<Services>);
 #[serde(deny_unknown_fields)]
 pub struct CsatSummaryArgs {
     /// Only this channel; all channels when absent.
-    pub channel: Option<Channel>,
+    pub channel: Option<SupportChannel>,
     /// Window start (RFC 3339); default 30 days ago.
     pub since: Option<String>,
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::round2;
 use crate::error::ToolError;
 use crate::input::Validate;
-use crate::ledger::Channel;
+use crate::ledger::SupportChannel;
 use crate::tool::{CallContext, ReadTool, Services, ledger_error};
 
 #[derive(Debug)]
@@ -21,7 +21,7 @@ pub struct SlaStatus(pub Arc<Services>);
 #[serde(deny_unknown_fields)]
 pub struct SlaStatusArgs {
     /// Only this channel; all channels when absent.
-    pub channel: Option<Channel>,
+    pub channel: Option<SupportChannel>,
 }
 
 impl Validate for SlaStatusArgs {
@@ -37,9 +37,9 @@ impl ReadTool for SlaStatus {
 
     async fn run(&self, ctx: &CallContext, args: SlaStatusArgs) -> Result<Value, ToolError> {
         let targets = &self.0.config.sla_targets;
-        let channels: Vec<Channel> = match args.channel {
+        let channels: Vec<SupportChannel> = match args.channel {
             Some(c) => vec![c],
-            None => Channel::ALL.to_vec(),
+            None => SupportChannel::ALL.to_vec(),
         };
         let cutoffs: Vec<_> = channels
             .iter()

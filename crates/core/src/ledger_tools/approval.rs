@@ -8,8 +8,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::approval_channel::ApprovalCard;
 use crate::canonical::{self, HashEncoding};
-use crate::channel::ApprovalCard;
 use crate::config::{DEFAULT_APPROVAL_TTL_MINUTES, MAX_APPROVAL_TTL_MINUTES};
 use crate::error::{ErrorCode, ToolError};
 use crate::fence::fence;

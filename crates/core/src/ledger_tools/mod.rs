@@ -19,7 +19,7 @@ pub const DEFAULT_REPORT_DAYS: i64 = 30;
 
 /// Every ledger and approval tool, for the registry to filter by role. `planners` are the
 /// process's external-write tools, which `approval_request` checks arguments with.
-pub fn ledger_tools(
+pub fn all(
     services: &Arc<Services>,
     planners: Vec<Arc<dyn WritePlanner>>,
 ) -> Vec<Arc<dyn ToolHandler>> {
