@@ -18,7 +18,9 @@
 //! - [`pipeline`]: the one path an external write can take.
 //! - [`gate`]: the call path every `tools/call` takes (lookup, panic containment, audit).
 //! - [`audit`]: audit events.
-//! - [`config`]: `CARE_*` configuration.
+//! - [`env`]: typed reading of configuration (problems by name, secrets unprintable).
+//! - [`config`]: the core's `CARE_*` configuration.
+//! - [`registrar`]: what a domain registers (tools, secrets) and the ticket port it gets.
 
 pub mod approval_channel;
 pub mod approvals;
@@ -27,6 +29,7 @@ pub mod canonical;
 pub mod catalog;
 pub mod config;
 pub mod display;
+pub mod env;
 pub mod envelope;
 pub mod error;
 pub mod fence;
@@ -36,6 +39,7 @@ pub mod ledger;
 pub mod ledger_tools;
 pub mod outbound;
 pub mod pipeline;
+pub mod registrar;
 #[cfg(feature = "test-support")]
 pub mod testkit;
 pub mod tool;

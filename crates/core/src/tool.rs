@@ -16,6 +16,7 @@ use crate::approvals::ApprovalPolicy;
 use crate::audit::Auditor;
 use crate::catalog::{self, CatalogEntry, Role, ToolKind};
 use crate::config::Config;
+use crate::env::ExposeSecret;
 use crate::error::{ErrorCode, ToolError};
 use crate::input::{self, Validate};
 use crate::ledger::{Ledger, LedgerError};
@@ -50,15 +51,17 @@ pub type ProcessClock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 
 impl Services {
     /// Services from a parsed config: approval policy, outbound scanner (with the config's own
-    /// secrets) and auditor (keyed by `audit_salt`); no approval channel.
+    /// secrets only) and auditor (keyed by `audit_salt`); no approvers, no approval channel.
     pub fn new(config: Arc<Config>, ledger: Arc<dyn Ledger>, audit_salt: &[u8]) -> Self {
         Services {
-            policy: ApprovalPolicy::new(
-                config.approvers.clone(),
-                config.server_key.clone(),
-                config.approval_threshold,
+            policy: ApprovalPolicy::new(Vec::new(), None, 1),
+            scanner: OutboundScanner::new(
+                config
+                    .own_secrets()
+                    .iter()
+                    .map(|s| s.expose_secret().to_owned())
+                    .collect(),
             ),
-            scanner: OutboundScanner::new(config.own_secrets().to_vec()),
             auditor: Auditor::new(Arc::clone(&ledger), audit_salt),
             ledger,
             config,
@@ -69,6 +72,19 @@ impl Services {
 
     pub fn with_channel(mut self, channel: Arc<dyn ApprovalChannel>) -> Self {
         self.channel = Some(channel);
+        self
+    }
+
+    /// The approvers and threshold this process stamps on the approvals it requests.
+    pub fn with_policy(mut self, policy: ApprovalPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The outbound scanner with every secret this process holds (its configuration's, the
+    /// approval channel's key, every domain's credentials).
+    pub fn with_scanner(mut self, scanner: OutboundScanner) -> Self {
+        self.scanner = scanner;
         self
     }
 

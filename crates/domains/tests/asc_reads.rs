@@ -21,6 +21,8 @@ async fn a_thousand_consecutive_tokens_all_verify_over_http() {
     let key = h.fake.key();
     let signer = TokenSigner::new(&key.private_key_pem, &key.key_id, &key.issuer_id).unwrap();
     let verifier = TokenVerifier::new(&key.public_key_pem, &key.key_id, &key.issuer_id).unwrap();
+    // A raw client sends each token as signed, with no cache in between (test code only).
+    #[allow(clippy::disallowed_methods)]
     let http = reqwest::Client::new();
     let url = format!("{}/v1/apps", h.fake.base_url());
     let start = Utc::now();
@@ -561,10 +563,7 @@ fn config_debug_never_shows_the_key() {
         ("CARE_ASC_PRIVATE_KEY_FILE", path.display().to_string()),
         ("CARE_ASC_APP_IDS", DEMO_APP_ID.to_owned()),
     ];
-    let config = care_domains::asc::AscConfig::from_env(|k| {
-        env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
-    })
-    .unwrap();
+    let config = care_domains::asc::AscConfig::from_env(&care_core::env::MapEnv::of(env)).unwrap();
     let debug = format!("{config:?}");
     assert!(!debug.contains("PRIVATE KEY"));
     let line = key.private_key_pem.lines().nth(1).unwrap();

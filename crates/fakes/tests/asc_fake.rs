@@ -1,6 +1,7 @@
 //! The App Store Connect fake itself: it refuses every token that Apple would refuse (so tests
 //! built on it can trust a 200), pages like JSON:API, records requests and injects failures.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! A raw HTTP client pokes the fake directly: these tests check the fake, not an upstream client.
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

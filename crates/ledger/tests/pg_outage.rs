@@ -100,5 +100,5 @@ async fn postgres_outage_at_start_and_midway_recovers() {
 
 /// A throwaway approver key (secret `0x11…11`).
 fn approver() -> ApproverKey {
-    ApproverKey::of_secret(&"11".repeat(32)).unwrap()
+    ApproverKey::from_hex(&"11".repeat(32)).unwrap()
 }

@@ -155,5 +155,5 @@ async fn consume_race_across_processes_postgres() {
 
 /// A throwaway approver key (secret `0x11…11`).
 fn approver() -> ApproverKey {
-    ApproverKey::of_secret(&"11".repeat(32)).unwrap()
+    ApproverKey::from_hex(&"11".repeat(32)).unwrap()
 }

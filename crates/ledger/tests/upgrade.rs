@@ -84,7 +84,7 @@ async fn approvals_stored_by_the_previous_release_still_verify() {
     assert_eq!(row.card_text, None);
 
     // Judged by the deciding process's policy, as before.
-    let approver = ApproverKey::of_secret(&"11".repeat(32)).unwrap();
+    let approver = ApproverKey::from_hex(&"11".repeat(32)).unwrap();
     let legacy = RowPolicy::new(vec![approver.clone()], 1);
     for id in ["old-1", "old-2"] {
         let decided = ledger

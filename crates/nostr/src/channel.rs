@@ -16,6 +16,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use care_core::approval_channel::{ApprovalCard, ApprovalChannel, ChannelError, SignedCard};
 use care_core::approvals::ApprovalPolicy;
+use care_core::env::ExposeSecret;
 use care_core::ledger::{ApprovalRow, Ledger};
 use nostr_sdk::{
     Alphabet, Client, Event, EventId, Filter, JsonUtil, Keys, Kind, PublicKey, RelayOptions,
@@ -128,7 +129,8 @@ impl NostrChannel {
         ledger: Arc<dyn Ledger>,
         policy: ApprovalPolicy,
     ) -> Result<Self, NostrError> {
-        let keys = Keys::parse(settings.secret_key.trim()).map_err(|_| NostrError::SecretKey)?;
+        let keys = Keys::parse(settings.secret_key.expose_secret().trim())
+            .map_err(|_| NostrError::SecretKey)?;
         let relays = settings
             .relays
             .iter()

@@ -110,7 +110,7 @@ mod tests {
     use super::*;
 
     fn key(byte: u8) -> ApproverKey {
-        ApproverKey::of_secret(&format!("{byte:02x}").repeat(32)).unwrap()
+        ApproverKey::from_hex(&format!("{byte:02x}").repeat(32)).unwrap()
     }
 
     #[test]

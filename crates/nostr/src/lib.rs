@@ -6,7 +6,9 @@
 //! kept as evidence that `care-mcp approvals verify` re-checks offline.
 //!
 //! # Layout
-//! - [`settings`]: what the channel is built from (`CARE_NOSTR_*`, `CARE_APPROVAL_CHANNEL`).
+//! - [`settings`]: the channel's configuration, parsed here: approvers, threshold, the server's
+//!   key, relays, group (`CARE_APPROVERS`, `CARE_APPROVAL_THRESHOLD`, `CARE_NOSTR_*`,
+//!   `CARE_APPROVAL_CHANNEL`).
 //! - [`card`]: the card event: plain-words text, machine tags, signing.
 //! - [`reaction`]: reaction content mapping, the pure evaluator, building a reaction.
 //! - [`gatekeeper`]: known approver keys and the bounded-rate refusal log (no ledger work
@@ -39,7 +41,7 @@ pub mod settings;
 
 pub use channel::NostrChannel;
 pub use error::NostrError;
-pub use settings::{ChannelOptions, ChannelSettings};
+pub use settings::{ChannelOptions, ChannelSettings, NostrSettings};
 
 /// The Nostr types callers need (keys, events), so they need no direct `nostr` dependency.
 pub use nostr_sdk::{Event, EventId, JsonUtil, Keys, PublicKey, ToBech32};

@@ -112,7 +112,7 @@ pub fn evaluate(
     if at > card.expires_at.timestamp() {
         return Err(Refusal::AfterExpiry);
     }
-    let key = ApproverKey::parse(&event.pubkey.to_hex()).ok_or(Refusal::NotAnApprover)?;
+    let key = ApproverKey::from_hex(&event.pubkey.to_hex()).ok_or(Refusal::NotAnApprover)?;
     if server_key == Some(&key) {
         return Err(Refusal::ServerKey);
     }
@@ -166,7 +166,7 @@ mod tests {
     }
 
     fn key(k: &Keys) -> ApproverKey {
-        ApproverKey::parse(&k.public_key().to_hex()).unwrap()
+        ApproverKey::from_hex(&k.public_key().to_hex()).unwrap()
     }
 
     fn world() -> World {

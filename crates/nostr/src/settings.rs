@@ -1,17 +1,182 @@
-//! What a [`crate::NostrChannel`] is built from: the server's key, the relays, the group, and
-//! timing options (tests shorten them; production keeps the defaults).
+//! The approval channel's configuration, parsed here (not in the core): who approves
+//! (`CARE_APPROVERS`, `CARE_APPROVAL_THRESHOLD`), the server's identity
+//! (`CARE_NOSTR_SECRET_KEY`), where cards go (`CARE_NOSTR_RELAYS`, `CARE_APPROVAL_CHANNEL`),
+//! and the channel's timing options (tests shorten them; production keeps the defaults).
 
 use std::time::Duration;
 
-use care_core::config::Config;
+use care_core::approvals::{ApprovalPolicy, ApproverKey};
+use care_core::env::{EnvReader, EnvSource, ExposeSecret, SecretString, split_list};
+use nostr_sdk::{Keys, PublicKey, ToBech32};
 
 use crate::error::NostrError;
+
+/// What the channel is configured with. The secret key is held unprintable.
+#[derive(Clone)]
+pub struct NostrSettings {
+    /// `CARE_APPROVERS`, normalised, without duplicates (the server's key may be among them:
+    /// it never counts, see [`ApprovalPolicy`]).
+    pub approvers: Vec<ApproverKey>,
+    /// `CARE_APPROVAL_THRESHOLD` (default 1).
+    pub threshold: u32,
+    secret_key: Option<SecretString>,
+    /// The public half of `CARE_NOSTR_SECRET_KEY`.
+    pub server_key: Option<ApproverKey>,
+    /// `CARE_NOSTR_RELAYS`: `ws://` or `wss://` URLs.
+    pub relays: Vec<String>,
+    /// `CARE_APPROVAL_CHANNEL`: the NIP-29 group id cards are posted to.
+    pub group: Option<String>,
+}
+
+impl std::fmt::Debug for NostrSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NostrSettings")
+            .field("approvers", &self.approvers.len())
+            .field("threshold", &self.threshold)
+            .field("server_key", &self.server_key)
+            .field("relays", &self.relays)
+            .field("group", &self.group)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A Nostr public key as configuration gives it: `npub1…` or 64 hex characters, a point on
+/// the curve.
+pub fn parse_public_key(text: &str) -> Option<ApproverKey> {
+    PublicKey::parse(text.trim())
+        .ok()
+        .and_then(|k| ApproverKey::from_hex(&k.to_hex()))
+}
+
+/// The public key of a secret key given as `nsec1…` or hex.
+pub fn public_key_of_secret(secret: &str) -> Option<ApproverKey> {
+    Keys::parse(secret.trim())
+        .ok()
+        .and_then(|k| ApproverKey::from_hex(&k.public_key().to_hex()))
+}
+
+impl NostrSettings {
+    /// Reads the variables; problems go into `r` (by name, never by value).
+    pub fn read(r: &mut EnvReader<'_>) -> NostrSettings {
+        let mut approvers: Vec<ApproverKey> = Vec::new();
+        if let Some(list) = r.optional("CARE_APPROVERS") {
+            for (i, item) in split_list(&list).enumerate() {
+                match parse_public_key(item) {
+                    Some(key) if !approvers.contains(&key) => approvers.push(key),
+                    Some(_) => {}
+                    None => r.problem(format!(
+                        "CARE_APPROVERS entry {} is not an npub or 64-character hex public key",
+                        i + 1
+                    )),
+                }
+            }
+        }
+        let threshold = match r.optional("CARE_APPROVAL_THRESHOLD") {
+            None => 1,
+            Some(v) => match v.parse::<u32>() {
+                Ok(n) if n >= 1 => n,
+                _ => {
+                    r.problem("CARE_APPROVAL_THRESHOLD must be a whole number of at least 1");
+                    1
+                }
+            },
+        };
+        let secret_key = r.secret("CARE_NOSTR_SECRET_KEY", None);
+        let server_key = secret_key.as_ref().and_then(|s| {
+            let key = public_key_of_secret(s.expose_secret());
+            if key.is_none() {
+                r.problem("CARE_NOSTR_SECRET_KEY is not an nsec or 64-character hex secret key");
+            }
+            key
+        });
+        let relays = r.list(
+            "CARE_NOSTR_RELAYS",
+            "a ws:// or wss:// URL with a host",
+            is_relay_url,
+        );
+        let group = r.optional("CARE_APPROVAL_CHANNEL");
+        if group.as_deref().is_some_and(|g| !is_group_id(g)) {
+            r.problem(
+                "CARE_APPROVAL_CHANNEL must be a NIP-29 group id: 1 to 64 characters of [a-z0-9-_]",
+            );
+        }
+        let countable = approvers
+            .iter()
+            .filter(|a| Some(*a) != server_key.as_ref())
+            .count();
+        if countable > 0 && threshold as usize > countable {
+            r.problem(
+                "CARE_APPROVAL_THRESHOLD is larger than the number of approvers (the server's own key does not count)",
+            );
+        }
+        NostrSettings {
+            approvers,
+            threshold,
+            secret_key,
+            server_key,
+            relays,
+            group,
+        }
+    }
+
+    pub fn from_env(env: &dyn EnvSource) -> Result<NostrSettings, Vec<String>> {
+        let mut r = EnvReader::new(env);
+        let settings = NostrSettings::read(&mut r);
+        r.finish().map(|()| settings)
+    }
+
+    /// The approval policy of this process (stamped onto the approvals it requests).
+    pub fn policy(&self) -> ApprovalPolicy {
+        ApprovalPolicy::new(
+            self.approvers.clone(),
+            self.server_key.clone(),
+            self.threshold,
+        )
+    }
+
+    /// The server's secret key in both its spellings (hex and nsec): outbound-scan patterns.
+    pub fn secrets(&self) -> Vec<SecretString> {
+        let Some(secret) = &self.secret_key else {
+            return Vec::new();
+        };
+        let mut out = vec![secret.clone()];
+        if let Ok(keys) = Keys::parse(secret.expose_secret().trim()) {
+            out.push(SecretString::from(keys.secret_key().to_secret_hex()));
+            let Ok(nsec) = keys.secret_key().to_bech32();
+            out.push(SecretString::from(nsec));
+        }
+        out
+    }
+
+    /// What a channel is built from; names every missing variable at once.
+    pub fn channel(&self, options: ChannelOptions) -> Result<ChannelSettings, NostrError> {
+        let mut missing = Vec::new();
+        if self.secret_key.is_none() {
+            missing.push("CARE_NOSTR_SECRET_KEY");
+        }
+        if self.relays.is_empty() {
+            missing.push("CARE_NOSTR_RELAYS");
+        }
+        if self.group.is_none() {
+            missing.push("CARE_APPROVAL_CHANNEL");
+        }
+        match (&self.secret_key, &self.group) {
+            (Some(secret_key), Some(group)) if missing.is_empty() => Ok(ChannelSettings {
+                secret_key: secret_key.clone(),
+                relays: self.relays.clone(),
+                group: group.clone(),
+                options,
+            }),
+            _ => Err(NostrError::Missing(missing.join(", "))),
+        }
+    }
+}
 
 /// Identity and place of the channel.
 #[derive(Clone)]
 pub struct ChannelSettings {
     /// `CARE_NOSTR_SECRET_KEY`: nsec or hex.
-    pub secret_key: String,
+    pub secret_key: SecretString,
     /// `CARE_NOSTR_RELAYS`.
     pub relays: Vec<String>,
     /// `CARE_APPROVAL_CHANNEL`: the NIP-29 group id.
@@ -34,9 +199,9 @@ impl std::fmt::Debug for ChannelSettings {
 pub struct ChannelOptions {
     /// First reconnect delay; the relay pool grows it with failed attempts (up to 60 s).
     pub retry_interval: Duration,
-    /// How long `publish_card` waits for a first connection before answering unavailable.
+    /// How long `publish_card` (and a confirmation) waits for a first connection.
     pub connect_wait: Duration,
-    /// Timeout of a fetch-on-read (`sync_if_degraded`) and of a relay's OK to a card.
+    /// Bound of a reaction fetch (per relay, up to its EOSE) and of a relay's OK to a card.
     pub fetch_timeout: Duration,
     /// How far before the process start the live subscription reaches back.
     pub catch_up: Duration,
@@ -53,27 +218,141 @@ impl Default for ChannelOptions {
     }
 }
 
-impl ChannelSettings {
-    /// The settings of a parsed config; names every missing variable at once.
-    pub fn from_config(config: &Config) -> Result<Self, NostrError> {
-        let mut missing = Vec::new();
-        if config.nostr_secret_key.is_none() {
-            missing.push("CARE_NOSTR_SECRET_KEY");
+/// A relay URL: `ws://` or `wss://`, then a non-empty host, no whitespace or fragment.
+fn is_relay_url(text: &str) -> bool {
+    let rest = text
+        .strip_prefix("wss://")
+        .or_else(|| text.strip_prefix("ws://"));
+    let Some(rest) = rest else { return false };
+    let host = rest.split(['/', '?']).next().unwrap_or("");
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    let name = host.rsplit_once(':').map_or(host, |(name, _)| name);
+    !name.is_empty() && !text.contains('#') && text.chars().all(|c| c.is_ascii_graphic())
+}
+
+/// A NIP-29 group id as this server accepts it: `[a-z0-9-_]{1,64}`.
+fn is_group_id(text: &str) -> bool {
+    (1..=64).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use care_core::env::MapEnv;
+
+    fn settings(pairs: &[(&str, &str)]) -> Result<NostrSettings, Vec<String>> {
+        NostrSettings::from_env(&MapEnv::of(pairs.iter().copied()))
+    }
+
+    #[test]
+    fn npub_and_hex_parse_to_the_same_key() {
+        let keys = Keys::generate();
+        let hex = keys.public_key().to_hex();
+        let npub = keys.public_key().to_bech32().unwrap();
+        assert_eq!(parse_public_key(&hex), parse_public_key(&npub));
+        assert!(parse_public_key(&hex).is_some());
+        assert!(parse_public_key("not-a-key").is_none());
+        // 64 hex digits that are no point on the curve.
+        assert!(parse_public_key(&"ff".repeat(32)).is_none());
+    }
+
+    #[test]
+    fn every_problem_is_collected_without_values() {
+        let errs = settings(&[
+            ("CARE_APPROVERS", "npub-garbage-sk-demo"),
+            ("CARE_APPROVAL_THRESHOLD", "0"),
+            ("CARE_NOSTR_SECRET_KEY", "nsec-sk-demo"),
+            ("CARE_NOSTR_RELAYS", "https://sk-demo.example.org"),
+            ("CARE_APPROVAL_CHANNEL", "sk-demo/x"),
+        ])
+        .err()
+        .unwrap();
+        assert_eq!(errs.len(), 5, "{errs:?}");
+        for e in &errs {
+            assert!(!e.contains("sk-demo"), "{e}");
         }
-        if config.nostr_relays.is_empty() {
-            missing.push("CARE_NOSTR_RELAYS");
+    }
+
+    #[test]
+    fn threshold_above_approvers_is_refused() {
+        let approver = Keys::generate().public_key().to_hex();
+        let errs = settings(&[
+            ("CARE_APPROVERS", approver.as_str()),
+            ("CARE_APPROVAL_THRESHOLD", "2"),
+        ])
+        .err()
+        .unwrap();
+        assert_eq!(errs.len(), 1);
+    }
+
+    #[test]
+    fn relays_and_group_parse() {
+        let s = settings(&[
+            (
+                "CARE_NOSTR_RELAYS",
+                "wss://relay.example.org, ws://127.0.0.1:7777/ wss://relay.example.org",
+            ),
+            ("CARE_APPROVAL_CHANNEL", "care-approvals_1"),
+        ])
+        .unwrap();
+        assert_eq!(
+            s.relays,
+            ["wss://relay.example.org", "ws://127.0.0.1:7777/"]
+        );
+        assert_eq!(s.group.as_deref(), Some("care-approvals_1"));
+        let missing = settings(&[]).unwrap();
+        let err = missing.channel(ChannelOptions::default()).unwrap_err();
+        for var in [
+            "CARE_NOSTR_SECRET_KEY",
+            "CARE_NOSTR_RELAYS",
+            "CARE_APPROVAL_CHANNEL",
+        ] {
+            assert!(err.to_string().contains(var), "{err}");
         }
-        if config.approval_channel.is_none() {
-            missing.push("CARE_APPROVAL_CHANNEL");
+    }
+
+    #[test]
+    fn bad_relays_and_groups_are_refused() {
+        for relays in [
+            "https://relay.example.org",
+            "ws://",
+            "ws://:7777",
+            "relay.example.org",
+            "wss://relay.example.org#frag",
+        ] {
+            assert!(
+                settings(&[("CARE_NOSTR_RELAYS", relays)]).is_err(),
+                "{relays}"
+            );
         }
-        match (&config.nostr_secret_key, &config.approval_channel) {
-            (Some(secret_key), Some(group)) if missing.is_empty() => Ok(ChannelSettings {
-                secret_key: secret_key.clone(),
-                relays: config.nostr_relays.clone(),
-                group: group.clone(),
-                options: ChannelOptions::default(),
-            }),
-            _ => Err(NostrError::Missing(missing.join(", "))),
+        for group in ["Care", "care approvals", "caré", &"a".repeat(65)] {
+            assert!(
+                settings(&[("CARE_APPROVAL_CHANNEL", group)]).is_err(),
+                "{group}"
+            );
         }
+    }
+
+    #[test]
+    fn the_server_key_is_known_and_its_secret_is_a_scan_pattern_in_both_spellings() {
+        let keys = Keys::generate();
+        let nsec = keys.secret_key().to_bech32().unwrap();
+        let s = settings(&[("CARE_NOSTR_SECRET_KEY", nsec.as_str())]).unwrap();
+        assert_eq!(
+            s.server_key.as_ref().map(ApproverKey::hex),
+            Some(keys.public_key().to_hex().as_str())
+        );
+        let secrets: Vec<String> = s
+            .secrets()
+            .iter()
+            .map(|x| x.expose_secret().to_owned())
+            .collect();
+        assert!(secrets.contains(&nsec));
+        assert!(secrets.contains(&keys.secret_key().to_secret_hex()));
+        assert!(!format!("{s:?}").contains(&nsec));
     }
 }

@@ -132,7 +132,7 @@ impl Ledger for Counting {
 }
 
 fn key_of(keys: &Keys) -> ApproverKey {
-    ApproverKey::parse(&keys.public_key().to_hex()).unwrap()
+    ApproverKey::from_hex(&keys.public_key().to_hex()).unwrap()
 }
 
 /// `event` with its content changed and id and signature kept: a forgery.

@@ -5,26 +5,46 @@
 use std::sync::Arc;
 
 use care_core::catalog::{self, Role};
+use care_core::env::EnvReader;
 use care_core::tool::Services;
-use care_nostr::{ChannelSettings, NostrChannel};
+use care_nostr::{ChannelOptions, ChannelSettings, NostrChannel, NostrSettings};
 
 use crate::startup::StartError;
 
-/// Whether `role` holds `approval_request` (and so must show cards to approvers).
+/// Whether `role` writes to the outside world (and so asks approvers through the channel).
 pub fn requests_approvals(role: Role) -> bool {
-    catalog::lookup("approval_request").is_some_and(|e| e.held_by(role))
+    catalog::external_write_of(role).is_some()
 }
 
-/// `services` with the Nostr channel attached when `role` requests approvals.
-pub async fn attach(role: Role, services: Services) -> Result<Services, StartError> {
+/// The channel settings a writing role needs; missing ones become problems in `reader`.
+pub fn settings(
+    role: Role,
+    nostr: &NostrSettings,
+    reader: &mut EnvReader<'_>,
+) -> Option<ChannelSettings> {
     if !requests_approvals(role) {
-        return Ok(services);
+        return None;
     }
-    let settings = ChannelSettings::from_config(&services.config).map_err(|e| {
-        StartError(format!(
-            "{e} (required by roles that hold approval_request)"
-        ))
-    })?;
+    match nostr.channel(ChannelOptions::default()) {
+        Ok(settings) => Some(settings),
+        Err(e) => {
+            reader.problem(format!(
+                "{e} (required by roles that hold approval_request)"
+            ));
+            None
+        }
+    }
+}
+
+/// `services` with the Nostr channel attached and started (in the background: an unreachable
+/// relay never keeps the role from serving).
+pub async fn attach(
+    services: Services,
+    settings: Option<ChannelSettings>,
+) -> Result<Services, StartError> {
+    let Some(settings) = settings else {
+        return Ok(services);
+    };
     let channel = NostrChannel::new(
         settings,
         Arc::clone(&services.ledger),

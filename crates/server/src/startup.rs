@@ -1,16 +1,21 @@
-//! Builds one role's server from the environment: config, ledger, audit salt, services and the
-//! registry. Only the domains the role's tools need are constructed.
+//! Builds one role's server from the environment: configuration (the core's, the approval
+//! channel's and every needed domain's, all problems reported at once), ledger, audit salt,
+//! services and the registry. Startup walks `care_domains::DOMAINS` for the role: a domain no
+//! tool of the role needs is never constructed, and no tool name decides anything here.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use care_core::catalog::{self, Domain, Role};
+use care_core::catalog::{self, Role};
 use care_core::config::Config;
+use care_core::env::{EnvReader, ExposeSecret, ProcessEnv};
 use care_core::gate::Gate;
 use care_core::ledger::Ledger;
 use care_core::ledger_tools;
-use care_core::pipeline::WritePlanner;
-use care_core::tool::{Registry, Services, ToolHandler};
+use care_core::outbound::OutboundScanner;
+use care_core::registrar::{Registrar, TicketPort};
+use care_core::tool::{Registry, Services};
+use care_nostr::NostrSettings;
 
 /// A reason the process cannot serve: printed as one line on stderr, exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -33,12 +38,17 @@ pub fn resolve_role(flag: Option<&str>) -> Result<Role, StartError> {
     })
 }
 
-pub fn load_config() -> Result<Config, StartError> {
-    Config::from_env(
-        |k| std::env::var(k).ok(),
-        std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()),
-    )
-    .map_err(|problems| StartError(format!("configuration refused: {}", problems.join("; "))))
+fn refused(problems: Vec<String>) -> StartError {
+    StartError(format!("configuration refused: {}", problems.join("; ")))
+}
+
+/// The core's configuration and the approval channel's settings (operator commands).
+pub fn load_config() -> Result<(Config, NostrSettings), StartError> {
+    let mut reader = EnvReader::new(&ProcessEnv);
+    let config = Config::read(&mut reader);
+    let nostr = NostrSettings::read(&mut reader);
+    reader.finish().map_err(refused)?;
+    Ok((config, nostr))
 }
 
 pub async fn open_ledger(config: &Config) -> Result<Arc<dyn Ledger>, StartError> {
@@ -66,7 +76,7 @@ fn sqlite_path(config: &Config) -> Option<PathBuf> {
 /// database file (`<ledger>.audit-salt`, mode 0600) so digests stay comparable across runs.
 fn audit_salt(config: &Config) -> Vec<u8> {
     if let Some(salt) = &config.audit_salt {
-        return salt.as_bytes().to_vec();
+        return salt.expose_secret().as_bytes().to_vec();
     }
     match sqlite_path(config) {
         Some(db) => match kept_salt(&db) {
@@ -124,30 +134,56 @@ fn kept_salt(db: &Path) -> std::io::Result<Vec<u8>> {
 
 /// Everything a role needs to serve.
 pub async fn build_gate(role: Role) -> Result<Gate, StartError> {
-    let config = Arc::new(load_config()?);
-    let ledger = open_ledger(&config).await?;
-    let salt = audit_salt(&config);
-    let services = Services::new(config, ledger, &salt);
-    // --- approval channel (issue 3) ---
-    let services = Arc::new(crate::approval_channel::attach(role, services).await?);
-    // --- end approval channel ---
+    let mut reader = EnvReader::new(&ProcessEnv);
+    let config = Config::read(&mut reader);
+    let nostr = NostrSettings::read(&mut reader);
+    let ledger = match open_ledger(&config).await {
+        Ok(ledger) => ledger,
+        Err(e) => {
+            reader.problem(e.0);
+            return Err(reader
+                .finish()
+                .map_or_else(refused, |()| refused(Vec::new())));
+        }
+    };
+    let mut registrar = Registrar::new(role, TicketPort::new(Arc::clone(&ledger)));
+    care_domains::register_domains(&mut registrar, &mut reader);
+    let channel = crate::approval_channel::settings(role, &nostr, &mut reader);
+    reader.finish().map_err(refused)?;
 
-    // Domain issues add their clients here, each behind `catalog::role_needs`, so a role never
-    // constructs (or reads credentials for) a domain it holds no tool of.
-    let mut planners: Vec<Arc<dyn WritePlanner>> = Vec::new();
-    let mut handlers: Vec<Arc<dyn ToolHandler>> = Vec::new();
-    // --- App Store Connect (issue 4) ---
-    if catalog::role_needs(role, Domain::AppStoreConnect) {
-        care_domains::asc::register(role, &services, &mut handlers, &mut planners)
-            .map_err(|e| StartError(e.to_string()))?;
-    }
-    // --- end App Store Connect ---
-    if catalog::role_needs(role, Domain::Ledger) || catalog::role_needs(role, Domain::Approvals) {
-        handlers.extend(ledger_tools::all(&services, planners));
-    }
+    let config = Arc::new(config);
+    let salt = audit_salt(&config);
+    // Every secret this process holds is an outbound-scan pattern: its configuration's, the
+    // approval channel's key, and every credential a domain loaded.
+    let mut secrets: Vec<String> = config
+        .own_secrets()
+        .iter()
+        .chain(nostr.secrets().iter())
+        .map(|s| s.expose_secret().to_owned())
+        .collect();
+    secrets.extend(registrar.secret_values());
+    let services = Services::new(Arc::clone(&config), Arc::clone(&ledger), &salt)
+        .with_policy(nostr.policy())
+        .with_scanner(OutboundScanner::new(secrets));
+    let services = Arc::new(crate::approval_channel::attach(services, channel).await?);
+
+    let registered = registrar.finish(&services);
+    let mut handlers = registered.handlers;
+    handlers.extend(ledger_tools::all(&services, registered.planners));
     #[cfg(feature = "fault-injection")]
     let handlers = crate::handler::fault::inject(handlers);
 
     let registry = Registry::new(role, handlers).map_err(|e| StartError(e.to_string()))?;
+    // Every implemented tool of the role must be served: a domain that forgot one is a bug
+    // caught at start, not an "unknown tool" in production.
+    if let Some(missing) = catalog::tools_of(role)
+        .filter(|e| care_domains::is_implemented(e.domain))
+        .find(|e| registry.get(e.name).is_none())
+    {
+        return Err(StartError(format!(
+            "tool {} of role {role} was not registered by its domain",
+            missing.name
+        )));
+    }
     Ok(Gate::new(registry, services))
 }

@@ -98,9 +98,9 @@ fn keys_generate_prints_a_usable_keypair() {
     let nsec = field("nsec:");
     let npub = field("npub:");
     let hex = field("hex:");
-    let from_secret = care_core::approvals::ApproverKey::of_secret(&nsec).unwrap();
+    let from_secret = care_nostr::settings::public_key_of_secret(&nsec).unwrap();
     assert_eq!(
-        care_core::approvals::ApproverKey::parse(&npub),
+        care_nostr::settings::parse_public_key(&npub),
         Some(from_secret.clone())
     );
     assert_eq!(from_secret.hex(), hex);

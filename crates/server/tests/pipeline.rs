@@ -10,6 +10,7 @@ use care_core::approvals::{ApprovalPolicy, ApproverKey, DecisionRefused, RowPoli
 use care_core::canonical::{self, HashEncoding};
 use care_core::catalog::Role;
 use care_core::config::Config;
+use care_core::env::MapEnv;
 use care_core::gate::{Gate, GateAnswer};
 use care_core::ledger::{ApprovalStatus, Decision, Ledger, NewApproval, WriteOutcome};
 use care_core::ledger_tools;
@@ -36,7 +37,7 @@ struct Harness {
 }
 
 fn key(secret: &str) -> ApproverKey {
-    ApproverKey::of_secret(secret).unwrap()
+    care_nostr::settings::public_key_of_secret(secret).unwrap()
 }
 
 async fn harness(backend: &str, write_enabled: bool, approvers: &[&str]) -> Harness {
@@ -51,27 +52,30 @@ async fn harness(backend: &str, write_enabled: bool, approvers: &[&str]) -> Harn
         }
     };
     let approver_list: Vec<String> = approvers.iter().map(|s| key(s).hex().to_owned()).collect();
-    let mut env: HashMap<&str, String> = HashMap::from([
-        ("DATABASE_URL", url.clone()),
-        ("CARE_APPROVERS", approver_list.join(",")),
-        ("CARE_NOSTR_SECRET_KEY", SERVER.to_owned()),
-        ("CARE_AUDIT_SALT", "sk-demo-audit-salt-0001".to_owned()),
-        ("CARE_DB_PASSWORD", DB_PASSWORD.to_owned()),
-        ("CARE_CLIENT_ID", "pipeline-test".to_owned()),
+    let mut env: HashMap<String, String> = HashMap::from([
+        ("DATABASE_URL".into(), url.clone()),
+        ("CARE_APPROVERS".into(), approver_list.join(",")),
+        ("CARE_NOSTR_SECRET_KEY".into(), SERVER.to_owned()),
+        (
+            "CARE_AUDIT_SALT".into(),
+            "sk-demo-audit-salt-0001".to_owned(),
+        ),
+        ("CARE_DB_PASSWORD".into(), DB_PASSWORD.to_owned()),
+        ("CARE_CLIENT_ID".into(), "pipeline-test".to_owned()),
     ]);
     if write_enabled {
-        env.insert("CARE_WRITE_ENABLED", "1".to_owned());
+        env.insert("CARE_WRITE_ENABLED".into(), "1".to_owned());
     }
-    let names: Vec<String> = env.keys().map(|k| (*k).to_owned()).collect();
-    let config = Arc::new(Config::from_env(|k| env.get(k).cloned(), names).unwrap());
+    let env = MapEnv(env);
+    let config = Arc::new(Config::from_env(&env).unwrap());
+    let nostr = care_nostr::NostrSettings::from_env(&env).unwrap();
     let ledger = care_ledger::connect(Some(&url), std::path::Path::new("/nonexistent"))
         .await
         .unwrap();
-    let services = Arc::new(Services::new(
-        config,
-        Arc::clone(&ledger),
-        b"sk-demo-audit-salt-0001",
-    ));
+    let services = Arc::new(
+        Services::new(config, Arc::clone(&ledger), b"sk-demo-audit-salt-0001")
+            .with_policy(nostr.policy()),
+    );
     let policy = services.policy.clone();
     let recorder = Arc::new(Recorder::default());
     let write = Arc::new(ExternalWrite::new(

@@ -203,16 +203,14 @@ fn database_password_is_refused_decoded_and_as_written() {
         ),
         ("CARE_AUDIT_SALT", "sk-demo-audit-salt-0000"),
     ];
-    let config = Config::from_env(
-        |name| {
-            vars.iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, v)| (*v).to_owned())
-        },
-        vars.iter().map(|(n, _)| (*n).to_owned()),
-    )
-    .unwrap();
-    let s = OutboundScanner::new(config.own_secrets().to_vec());
+    let config = Config::from_env(&crate::env::MapEnv::of(vars)).unwrap();
+    let s = OutboundScanner::new(
+        config
+            .own_secrets()
+            .iter()
+            .map(|s| crate::env::ExposeSecret::expose_secret(s).to_owned())
+            .collect(),
+    );
     for text in [
         "The password is p@ss-w/rd-sk-demo.",
         "The password is p%40ss-w%2Frd-sk-demo.",

@@ -3,6 +3,8 @@
 use serde_json::{Value, json};
 
 use care_core::error::{ErrorCode, ToolError};
+use care_core::pipeline::WritePermit;
+use reqwest::Method;
 
 use super::client::AscClient;
 use super::model::{self, App, Review, ReviewPage, ReviewResponse};
@@ -111,8 +113,10 @@ impl AscClient {
     }
 
     /// `POST /v1/customerReviewResponses`: creates the response, or replaces the existing one.
+    /// Only with the permit of a consumed approval for exactly this reply.
     pub async fn create_response(
         &self,
+        permit: &WritePermit<'_>,
         review_id: &str,
         body: &str,
     ) -> Result<ReviewResponse, ToolError> {
@@ -125,7 +129,16 @@ impl AscClient {
                 }
             }
         });
-        let answer = self.post(&["v1", "customerReviewResponses"], &doc).await?;
+        let answer = self
+            .http
+            .write(
+                permit,
+                Method::POST,
+                &["v1", "customerReviewResponses"],
+                &[],
+                Some(&doc),
+            )
+            .await?;
         model::response_from(&answer["data"])
             .ok_or_else(|| malformed("POST /v1/customerReviewResponses"))
     }

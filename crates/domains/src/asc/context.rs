@@ -8,13 +8,13 @@
 //! allowlisted app is SCOPE_DENIED, and the answer never names the allowed apps.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
 
 use care_core::error::{ErrorCode, ToolError};
-use care_core::ledger::{SupportChannel, Ticket};
-use care_core::tool::Services;
+use care_core::ledger::SupportChannel;
+use care_core::registrar::TicketPort;
 
 use super::api::{MAX_PAGE, ReviewQuery};
 use super::client::AscClient;
@@ -31,17 +31,18 @@ const MAX_INDEXED_REVIEWS: usize = 100_000;
 pub struct AscContext {
     pub config: AscConfig,
     pub client: AscClient,
-    pub services: Arc<Services>,
+    /// The only part of the ledger this domain uses: App Store tickets for `sla_status`.
+    pub tickets: TicketPort,
     review_apps: Mutex<HashMap<String, String>>,
     app_names: Mutex<HashMap<String, String>>,
 }
 
 impl AscContext {
-    pub fn new(config: AscConfig, client: AscClient, services: Arc<Services>) -> Self {
+    pub fn new(config: AscConfig, client: AscClient, tickets: TicketPort) -> Self {
         AscContext {
             config,
             client,
-            services,
+            tickets,
             review_apps: Mutex::new(HashMap::new()),
             app_names: Mutex::new(HashMap::new()),
         }
@@ -153,15 +154,12 @@ impl AscContext {
         responses: &[ReviewResponse],
         now: DateTime<Utc>,
     ) {
-        let ledger = &self.services.ledger;
         for review in reviews {
-            let ticket = Ticket {
-                channel: SupportChannel::AppStore,
-                ticket_ref: review.id.clone(),
-                opened_at: review.created,
-                first_response_at: None,
-            };
-            if let Err(err) = ledger.open_ticket(&ticket).await {
+            if let Err(err) = self
+                .tickets
+                .open(SupportChannel::AppStore, &review.id, review.created)
+                .await
+            {
                 tracing::warn!(error = %err, "review ticket not recorded");
                 return;
             }
@@ -172,8 +170,9 @@ impl AscContext {
                     .and_then(|r| r.last_modified)
                     .unwrap_or(now)
                     .max(review.created);
-                if let Err(err) = ledger
-                    .mark_first_response(SupportChannel::AppStore, &review.id, at)
+                if let Err(err) = self
+                    .tickets
+                    .answered(SupportChannel::AppStore, &review.id, at)
                     .await
                 {
                     tracing::warn!(error = %err, "review first response not recorded");

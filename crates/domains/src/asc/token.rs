@@ -11,8 +11,6 @@ use chrono::{DateTime, Utc};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde::Serialize;
 
-use super::config::AscConfig;
-
 /// The audience App Store Connect requires.
 pub const AUDIENCE: &str = "appstoreconnect-v1";
 /// How long a minted token is valid (Apple's maximum is 20 minutes).
@@ -61,14 +59,6 @@ impl TokenSigner {
             key_id: key_id.to_owned(),
             issuer_id: issuer_id.to_owned(),
         })
-    }
-
-    pub fn from_config(config: &AscConfig) -> Result<Self, TokenError> {
-        TokenSigner::new(
-            config.private_key.expose(),
-            &config.key_id,
-            &config.issuer_id,
-        )
     }
 
     /// A token issued at `now`, expiring [`TOKEN_LIFETIME_SECS`] later.

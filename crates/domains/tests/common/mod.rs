@@ -6,19 +6,21 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use care_core::approvals::ApproverKey;
+use care_core::approvals::{ApprovalPolicy, ApproverKey};
 use care_core::catalog::Role;
 use care_core::config::Config;
+use care_core::env::{EnvReader, ExposeSecret, MapEnv};
 use care_core::gate::{Gate, GateAnswer};
 use care_core::ledger::{Decision, Ledger};
 use care_core::ledger_tools;
-use care_core::pipeline::WritePlanner;
-use care_core::tool::{Registry, Services, ToolHandler};
-use care_domains::asc::{self, AscConfig};
+use care_core::outbound::OutboundScanner;
+use care_core::registrar::{Registrar, TicketPort};
+use care_core::tool::{Registry, Services};
+use care_domains::asc::AscConfig;
 use care_fakes::asc::{DEMO_APP_ID, DEMO_PRO_APP_ID, FakeAsc, Seed, demo_seed};
 use serde_json::{Map, Value, json};
 
-/// A throwaway approver secret (no one's key).
+/// A throwaway approver key (no one's key).
 pub const APPROVER: &str = "1111111111111111111111111111111111111111111111111111111111111111";
 const SERVER: &str = "3333333333333333333333333333333333333333333333333333333333333333";
 
@@ -53,48 +55,58 @@ pub async fn harness(options: Options) -> Harness {
     let fake = FakeAsc::start(options.seed).unwrap();
     let key_dir = tempfile::tempdir().unwrap();
     let key_file = fake.key().write_p8(key_dir.path()).unwrap();
+    let (url, db_dir) = care_ledger::test_support::temp_sqlite();
     let mut env: HashMap<String, String> = fake
         .env(&key_file, &[DEMO_APP_ID, DEMO_PRO_APP_ID])
         .into_iter()
         .collect();
+    env.insert("DATABASE_URL".into(), url.clone());
+    env.insert(
+        "CARE_AUDIT_SALT".into(),
+        "sk-demo-audit-salt-asc-0001".into(),
+    );
+    env.insert("CARE_CLIENT_ID".into(), "asc-test".into());
+    if options.write_enabled {
+        env.insert("CARE_WRITE_ENABLED".into(), "1".into());
+    }
     for (k, v) in options.extra_env {
         env.insert(k.to_owned(), v);
     }
-    let config = AscConfig::from_env(|k| env.get(k).cloned()).unwrap();
+    let env = MapEnv(env);
+    let config = AscConfig::from_env(&env).unwrap();
 
-    let (url, db_dir) = care_ledger::test_support::temp_sqlite();
-    let approver = ApproverKey::of_secret(APPROVER).unwrap();
-    let mut core_env: HashMap<&str, String> = HashMap::from([
-        ("DATABASE_URL", url.clone()),
-        ("CARE_APPROVERS", approver.hex().to_owned()),
-        ("CARE_NOSTR_SECRET_KEY", SERVER.to_owned()),
-        ("CARE_AUDIT_SALT", "sk-demo-audit-salt-asc-0001".to_owned()),
-        ("CARE_CLIENT_ID", "asc-test".to_owned()),
-    ]);
-    if options.write_enabled {
-        core_env.insert("CARE_WRITE_ENABLED", "1".to_owned());
-    }
-    let names: Vec<String> = core_env.keys().map(|k| (*k).to_owned()).collect();
-    let core_config = Arc::new(Config::from_env(|k| core_env.get(k).cloned(), names).unwrap());
     let ledger = care_ledger::connect(Some(&url), std::path::Path::new("/nonexistent"))
         .await
         .unwrap();
-    let services = Arc::new(Services::new(
-        core_config,
-        Arc::clone(&ledger),
-        b"sk-demo-audit-salt-asc-0001",
-    ));
-    let mut handlers: Vec<Arc<dyn ToolHandler>> = Vec::new();
-    let mut planners: Vec<Arc<dyn WritePlanner>> = Vec::new();
-    asc::register_with(
-        options.role,
-        config.clone(),
-        &services,
-        &mut handlers,
-        &mut planners,
-    )
-    .unwrap();
-    handlers.extend(ledger_tools::all(&services, planners));
+    // The registration the server does: every domain the role needs, from this environment.
+    let mut reader = EnvReader::new(&env);
+    let core_config = Arc::new(Config::read(&mut reader));
+    let mut registrar = Registrar::new(options.role, TicketPort::new(Arc::clone(&ledger)));
+    care_domains::register_domains(&mut registrar, &mut reader);
+    reader.finish().unwrap();
+    let mut secrets: Vec<String> = core_config
+        .own_secrets()
+        .iter()
+        .map(|s| s.expose_secret().to_owned())
+        .collect();
+    secrets.extend(registrar.secret_values());
+    let policy = ApprovalPolicy::new(
+        vec![ApproverKey::from_hex(APPROVER).unwrap()],
+        ApproverKey::from_hex(SERVER),
+        1,
+    );
+    let services = Arc::new(
+        Services::new(
+            core_config,
+            Arc::clone(&ledger),
+            b"sk-demo-audit-salt-asc-0001",
+        )
+        .with_policy(policy)
+        .with_scanner(OutboundScanner::new(secrets)),
+    );
+    let registered = registrar.finish(&services);
+    let mut handlers = registered.handlers;
+    handlers.extend(ledger_tools::all(&services, registered.planners));
     let registry = Registry::new(options.role, handlers).unwrap();
     Harness {
         fake,
@@ -181,7 +193,7 @@ impl Harness {
             .decide(
                 self.ledger.as_ref(),
                 &row,
-                &ApproverKey::of_secret(APPROVER).unwrap(),
+                &ApproverKey::from_hex(APPROVER).unwrap(),
                 Decision::Approve,
                 "{\"evidence\":\"test\"}",
             )

@@ -26,7 +26,7 @@ pub fn at(minutes: i64) -> DateTime<Utc> {
 
 /// A throwaway approver key: `n` in 1..=9 (the secret is `n` repeated; valid on secp256k1).
 pub fn key(n: u8) -> ApproverKey {
-    ApproverKey::of_secret(&format!("{n:02x}").repeat(32)).unwrap()
+    ApproverKey::from_hex(&format!("{n:02x}").repeat(32)).unwrap()
 }
 
 /// Approvers A, B and C.

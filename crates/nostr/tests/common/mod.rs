@@ -5,13 +5,13 @@
 
 pub mod proxy;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use care_core::approvals::ApprovalPolicy;
 use care_core::catalog::Role;
 use care_core::config::Config;
+use care_core::env::MapEnv;
 use care_core::gate::{Gate, GateAnswer};
 use care_core::ledger::{ApprovalStatus, Ledger};
 use care_core::ledger_tools;
@@ -21,7 +21,7 @@ use care_core::tool::{Registry, Services, ToolHandler};
 use care_nostr::apply::Judge;
 use care_nostr::gatekeeper::{KnownApprovers, RefusalLog};
 use care_nostr::reaction::build_reaction;
-use care_nostr::{ChannelOptions, ChannelSettings, NostrChannel};
+use care_nostr::{ChannelOptions, NostrChannel, NostrSettings};
 use chrono::Utc;
 use nostr_relay_builder::prelude::{
     Event, EventId, JsonUtil, Keys, LocalRelay, MemoryDatabase, MemoryDatabaseOptions,
@@ -135,7 +135,7 @@ pub fn fast_options() -> ChannelOptions {
 }
 
 /// What a restarted server shares with the first one: approvers, ledger, configuration.
-type SameServer = (Vec<Keys>, Arc<dyn Ledger>, Arc<Config>, String);
+type SameServer = (Vec<Keys>, Arc<dyn Ledger>, MapEnv, String);
 
 pub struct World {
     pub relay: Option<TestRelay>,
@@ -152,7 +152,8 @@ pub struct World {
     pub channel: NostrChannel,
     pub gate: Gate,
     pub recorder: Arc<Recorder>,
-    pub config: Arc<Config>,
+    /// The configuration the first server was started with (restarts share it).
+    pub env: MapEnv,
     /// The ledger's URL (the first server's, shared by restarts).
     pub db_url: String,
     pub known: KnownApprovers,
@@ -211,7 +212,7 @@ impl World {
     /// other approvers and another threshold (writes enabled).
     pub async fn other_process(&self, listed: &[&Keys], threshold: u32) -> World {
         let listed: Vec<String> = listed.iter().map(|k| k.public_key().to_hex()).collect();
-        let env: HashMap<&str, String> = HashMap::from([
+        let env = MapEnv::of([
             ("CARE_APPROVERS", listed.join(",")),
             ("CARE_APPROVAL_THRESHOLD", threshold.to_string()),
             (
@@ -222,8 +223,6 @@ impl World {
             ("CARE_APPROVAL_CHANNEL", self.group.clone()),
             ("CARE_WRITE_ENABLED", "1".to_owned()),
         ]);
-        let names: Vec<String> = env.keys().map(|k| (*k).to_owned()).collect();
-        let config = Arc::new(Config::from_env(|k| env.get(k).cloned(), names).unwrap());
         World::build(
             Setup::default(),
             self.relay.clone(),
@@ -234,7 +233,7 @@ impl World {
             Some((
                 self.approvers.clone(),
                 Arc::clone(&self.ledger),
-                config,
+                env,
                 self.db_url.clone(),
             )),
         )
@@ -254,7 +253,7 @@ impl World {
             Some((
                 self.approvers.clone(),
                 Arc::clone(&self.ledger),
-                self.config.clone(),
+                self.env.clone(),
                 self.db_url.clone(),
             )),
         )
@@ -271,8 +270,8 @@ impl World {
         same: Option<SameServer>,
     ) -> World {
         let (url, dir) = care_ledger::test_support::temp_sqlite();
-        let (approvers, ledger, config, db_url) = match same {
-            Some((approvers, ledger, config, db_url)) => (approvers, ledger, config, db_url),
+        let (approvers, ledger, env, db_url) = match same {
+            Some((approvers, ledger, env, db_url)) => (approvers, ledger, env, db_url),
             None => {
                 let approvers: Vec<Keys> = (0..setup.approvers).map(|_| Keys::generate()).collect();
                 let mut listed: Vec<String> = approvers
@@ -282,7 +281,7 @@ impl World {
                 if setup.server_listed {
                     listed.push(server.public_key().to_hex());
                 }
-                let env: HashMap<&str, String> = HashMap::from([
+                let env = MapEnv::of([
                     ("DATABASE_URL", url.clone()),
                     ("CARE_APPROVERS", listed.join(",")),
                     ("CARE_APPROVAL_THRESHOLD", setup.threshold.to_string()),
@@ -297,24 +296,24 @@ impl World {
                         if setup.write_enabled { "1" } else { "0" }.to_owned(),
                     ),
                 ]);
-                let names: Vec<String> = env.keys().map(|k| (*k).to_owned()).collect();
-                let config = Arc::new(Config::from_env(|k| env.get(k).cloned(), names).unwrap());
                 let ledger = care_ledger::connect(Some(&url), std::path::Path::new("/nonexistent"))
                     .await
                     .unwrap();
-                (approvers, ledger, config, url)
+                (approvers, ledger, env, url)
             }
         };
+        let config = Arc::new(Config::from_env(&env).unwrap());
+        let nostr = NostrSettings::from_env(&env).unwrap();
         let skew = setup.clock_skew;
         let services = Services::new(
             Arc::clone(&config),
             Arc::clone(&ledger),
             b"sk-demo-salt-0001",
         )
+        .with_policy(nostr.policy())
         .with_clock(Arc::new(move || Utc::now() + skew));
         let policy = services.policy.clone();
-        let mut settings = ChannelSettings::from_config(&config).unwrap();
-        settings.options = setup.options.clone();
+        let settings = nostr.channel(setup.options.clone()).unwrap();
         let channel = NostrChannel::new(settings, Arc::clone(&ledger), policy.clone()).unwrap();
         channel.start().await.unwrap();
         let services = Arc::new(services.with_channel(Arc::new(channel.clone())));
@@ -343,7 +342,7 @@ impl World {
             recorder,
             known,
             refusals: RefusalLog::default(),
-            config,
+            env,
             db_url,
             _dir: dir,
         }

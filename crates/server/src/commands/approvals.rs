@@ -24,7 +24,7 @@ pub async fn run(action: ApprovalsCommand) -> Result<ExitCode, StartError> {
         ApprovalsCommand::Verify { id } => return super::decide::verify(id).await,
         ApprovalsCommand::List { .. } | ApprovalsCommand::Show { .. } => {}
     }
-    let config = load_config()?;
+    let (config, _) = load_config()?;
     let ledger = open_ledger(&config).await?;
     let mut out = String::new();
     match action {

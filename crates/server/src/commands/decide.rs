@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use care_core::approvals::{ApprovalPolicy, ApproverKey};
+use care_core::approvals::ApproverKey;
 use care_core::ledger::{ApprovalRow, ApprovalStatus, Decision};
 use care_nostr::card::tag_value;
 use care_nostr::evidence::verify_decision;
@@ -22,7 +22,7 @@ use crate::startup::{StartError, load_config, open_ledger};
 const RELAY_TIMEOUT: Duration = Duration::from_secs(10);
 
 async fn read_row(id: &str) -> Result<ApprovalRow, StartError> {
-    let config = load_config()?;
+    let (config, _) = load_config()?;
     let ledger = open_ledger(&config).await?;
     ledger
         .approval(id)
@@ -32,25 +32,21 @@ async fn read_row(id: &str) -> Result<ApprovalRow, StartError> {
 }
 
 pub async fn run(id: &str, key_file: &Path, decision: Decision) -> Result<ExitCode, StartError> {
-    let config = load_config()?;
+    let (_, nostr) = load_config()?;
     let keys = care_nostr::keys::read_key_file(key_file).map_err(|e| StartError(e.to_string()))?;
-    let me = ApproverKey::parse(&keys.public_key().to_hex())
+    let me = ApproverKey::from_hex(&keys.public_key().to_hex())
         .ok_or_else(|| StartError("the key file's public key is unusable".into()))?;
-    if config.server_key.as_ref() == Some(&me) {
+    if nostr.server_key.as_ref() == Some(&me) {
         return Err(StartError(
             "this is the server's own key: its reactions never count".into(),
         ));
     }
-    if config.nostr_relays.is_empty() {
+    if nostr.relays.is_empty() {
         return Err(StartError("CARE_NOSTR_RELAYS is not set".into()));
     }
     let row = read_row(id).await?;
     // The row's own approvers decide (rows from before rows carried them: CARE_APPROVERS).
-    let policy = ApprovalPolicy::new(
-        config.approvers.clone(),
-        config.server_key.clone(),
-        config.approval_threshold,
-    );
+    let policy = nostr.policy();
     if !policy.of_row(&row).lists(&me) {
         return Err(StartError(
             "this key is not an approver of this approval: the server would ignore its reaction"
@@ -72,13 +68,13 @@ pub async fn run(id: &str, key_file: &Path, decision: Decision) -> Result<ExitCo
         .and_then(|c| EventId::from_hex(c).ok())
         .ok_or_else(|| StartError("the approval has no card event".into()))?;
     // The server's key and the group, from this configuration or else from the card itself.
-    let mut server: Option<PublicKey> = config
+    let mut server: Option<PublicKey> = nostr
         .server_key
         .as_ref()
         .and_then(|k| PublicKey::from_hex(k.hex()).ok());
-    let mut group = config.approval_channel.clone();
+    let mut group = nostr.group.clone();
     if server.is_none() || group.is_none() {
-        match care_nostr::publish::fetch(&config.nostr_relays, card, RELAY_TIMEOUT).await {
+        match care_nostr::publish::fetch(&nostr.relays, card, RELAY_TIMEOUT).await {
             Ok(Some(event)) => {
                 server = server.or(Some(event.pubkey));
                 group = group.or_else(|| tag_value(&event, "h").map(str::to_owned));
@@ -90,7 +86,7 @@ pub async fn run(id: &str, key_file: &Path, decision: Decision) -> Result<ExitCo
     }
     let event = build_reaction(&keys, card, server, group.as_deref(), decision)
         .map_err(|e| StartError(e.to_string()))?;
-    let accepted = care_nostr::publish::publish(&config.nostr_relays, &event, RELAY_TIMEOUT)
+    let accepted = care_nostr::publish::publish(&nostr.relays, &event, RELAY_TIMEOUT)
         .await
         .map_err(|e| StartError(e.to_string()))?;
     #[allow(clippy::print_stdout)]
@@ -106,7 +102,7 @@ pub async fn run(id: &str, key_file: &Path, decision: Decision) -> Result<ExitCo
 }
 
 pub async fn verify(id: &str) -> Result<ExitCode, StartError> {
-    let config = load_config()?;
+    let (config, _) = load_config()?;
     let ledger = open_ledger(&config).await?;
     let row = read_row(id).await?;
     let decisions = ledger

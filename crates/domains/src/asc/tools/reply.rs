@@ -12,9 +12,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use care_core::approval_channel::{CardContent, CardFact};
+use care_core::env::ExposeSecret;
 use care_core::error::{ErrorCode, ToolError};
 use care_core::input::{self, Validate};
-use care_core::ledger::{SupportChannel, Ticket};
+use care_core::ledger::SupportChannel;
 use care_core::pipeline::{ExternalWriteTool, WritePermit, WritePlan};
 use care_core::tool::CallContext;
 
@@ -38,7 +39,7 @@ impl ReviewReply {
         let base64: String = asc
             .config
             .private_key
-            .expose()
+            .expose_secret()
             .lines()
             .filter(|l| !l.starts_with("-----"))
             .flat_map(|l| l.trim().chars())
@@ -157,27 +158,28 @@ impl ExternalWriteTool for ReviewReply {
 
     async fn apply(
         &self,
-        _permit: WritePermit<'_>,
+        permit: WritePermit<'_>,
         payload: ReplyPayload,
     ) -> Result<Value, ToolError> {
         let response = self
             .asc
             .client
-            .create_response(&payload.review_id, &payload.body)
+            .create_response(&permit, &payload.review_id, &payload.body)
             .await?;
         // The reply is the review's first response as far as the SLA is concerned (best
         // effort: the reply is out, a ledger hiccup must not make it look failed).
-        let ledger = &self.asc.services.ledger;
-        let ticket = Ticket {
-            channel: SupportChannel::AppStore,
-            ticket_ref: payload.review_id.clone(),
-            opened_at: payload.created,
-            first_response_at: None,
-        };
-        let recorded = match ledger.open_ticket(&ticket).await {
+        let tickets = &self.asc.tickets;
+        let recorded = match tickets
+            .open(
+                SupportChannel::AppStore,
+                &payload.review_id,
+                payload.created,
+            )
+            .await
+        {
             Ok(()) => {
-                ledger
-                    .mark_first_response(SupportChannel::AppStore, &payload.review_id, Utc::now())
+                tickets
+                    .answered(SupportChannel::AppStore, &payload.review_id, Utc::now())
                     .await
             }
             Err(e) => Err(e),

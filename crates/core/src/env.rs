@@ -1,0 +1,317 @@
+//! Typed reading of `CARE_*` configuration, in one place for the core, the Nostr channel and
+//! every domain: required and optional values, lists, URLs that must be https unless loopback,
+//! secrets (held in a type that cannot be printed), secret files with a permission check, and
+//! integer ranges. Every problem is collected and reported at once, by variable name, never by
+//! value.
+
+use std::collections::HashMap;
+use std::ops::RangeInclusive;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+pub use secrecy::{ExposeSecret, SecretString};
+
+/// Where variables come from: the process environment in the binary, a map in tests.
+pub trait EnvSource: Send + Sync {
+    fn var(&self, name: &str) -> Option<String>;
+    /// Every variable name present (to find secret-looking variables for the outbound scan).
+    fn names(&self) -> Vec<String>;
+}
+
+/// The process environment.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProcessEnv;
+
+impl EnvSource for ProcessEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+    fn names(&self) -> Vec<String> {
+        std::env::vars_os()
+            .filter_map(|(k, _)| k.into_string().ok())
+            .collect()
+    }
+}
+
+/// Variables from a map (tests, the sandbox).
+#[derive(Debug, Clone, Default)]
+pub struct MapEnv(pub HashMap<String, String>);
+
+impl MapEnv {
+    pub fn of<K: Into<String>, V: Into<String>>(pairs: impl IntoIterator<Item = (K, V)>) -> Self {
+        MapEnv(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
+    }
+}
+
+impl EnvSource for MapEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0.get(name).cloned()
+    }
+    fn names(&self) -> Vec<String> {
+        self.0.keys().cloned().collect()
+    }
+}
+
+/// Largest secret file read (a key or a token is far smaller).
+pub const MAX_SECRET_FILE_BYTES: u64 = 64 * 1024;
+
+/// Reads variables and collects every problem; [`EnvReader::finish`] reports them.
+pub struct EnvReader<'a> {
+    source: &'a dyn EnvSource,
+    problems: Vec<String>,
+}
+
+impl std::fmt::Debug for EnvReader<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnvReader")
+            .field("problems", &self.problems)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Splits a list on commas and whitespace, dropping empty items.
+pub fn split_list(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+}
+
+impl<'a> EnvReader<'a> {
+    pub fn new(source: &'a dyn EnvSource) -> Self {
+        EnvReader {
+            source,
+            problems: Vec::new(),
+        }
+    }
+
+    pub fn source(&self) -> &'a dyn EnvSource {
+        self.source
+    }
+
+    /// Records a problem (a sentence naming the variable, never its value).
+    pub fn problem(&mut self, sentence: impl Into<String>) {
+        self.problems.push(sentence.into());
+    }
+
+    /// The trimmed value, `None` when unset or blank.
+    pub fn optional(&mut self, name: &str) -> Option<String> {
+        self.source
+            .var(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// The value; when missing, a problem saying who needs it (`needed_by`, e.g. "the App Store
+    /// Connect tools of this role").
+    pub fn required(&mut self, name: &str, needed_by: &str) -> Option<String> {
+        let value = self.optional(name);
+        if value.is_none() {
+            self.problem(format!("{name} is required by {needed_by}"));
+        }
+        value
+    }
+
+    /// Exactly `1` is on; anything else is off.
+    pub fn flag(&mut self, name: &str) -> bool {
+        self.source.var(name).as_deref() == Some("1")
+    }
+
+    /// A list separated by commas or whitespace; each item must pass `valid` (problems name
+    /// the 1-based entry and `what` it should be). Duplicates are dropped.
+    pub fn list(&mut self, name: &str, what: &str, valid: impl Fn(&str) -> bool) -> Vec<String> {
+        let Some(text) = self.optional(name) else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = Vec::new();
+        for (i, item) in split_list(&text).enumerate() {
+            if !valid(item) {
+                self.problem(format!("{name} entry {} is not {what}", i + 1));
+            } else if !out.iter().any(|o| o == item) {
+                out.push(item.to_owned());
+            }
+        }
+        out
+    }
+
+    /// A whole number in `range`, `default` when unset.
+    pub fn int_in(&mut self, name: &str, range: RangeInclusive<u32>, default: u32) -> u32 {
+        match self.optional(name) {
+            None => default,
+            Some(v) => match v.parse::<u32>() {
+                Ok(n) if range.contains(&n) => n,
+                _ => {
+                    self.problem(format!(
+                        "{name} must be a whole number from {} to {}",
+                        range.start(),
+                        range.end()
+                    ));
+                    default
+                }
+            },
+        }
+    }
+
+    /// An `https://` URL without credentials, query or fragment (`http://` only for a loopback
+    /// host: fakes and local proxies); `default` when unset. Returned without a trailing slash.
+    pub fn upstream_url(&mut self, name: &str, default: Option<&str>) -> Option<String> {
+        let value = self.optional(name).or_else(|| default.map(str::to_owned))?;
+        if is_upstream_url(&value) {
+            Some(value.trim_end_matches('/').to_owned())
+        } else {
+            self.problem(format!(
+                "{name} must be an https:// URL (http:// only for 127.0.0.1, ::1 or localhost) without credentials, query or fragment"
+            ));
+            None
+        }
+    }
+
+    /// A secret given in the variable itself.
+    pub fn secret(&mut self, name: &str, needed_by: Option<&str>) -> Option<SecretString> {
+        let value = match needed_by {
+            Some(who) => self.required(name, who),
+            None => self.optional(name),
+        };
+        value.map(SecretString::from)
+    }
+
+    /// A secret read from the file the variable names. The file must be a regular file of at
+    /// most [`MAX_SECRET_FILE_BYTES`] that nobody but its owner and group can read or write
+    /// (Kubernetes mounts secrets group-readable with `fsGroup`; world access is refused).
+    pub fn secret_file(&mut self, name: &str, needed_by: Option<&str>) -> Option<SecretString> {
+        let path = match needed_by {
+            Some(who) => self.required(name, who),
+            None => self.optional(name),
+        }?;
+        match read_secret_file(Path::new(&path)) {
+            Ok(text) => Some(SecretString::from(text)),
+            Err(reason) => {
+                self.problem(format!("{name} {reason}"));
+                None
+            }
+        }
+    }
+
+    /// Done: `Err` with every problem, in the order found.
+    pub fn finish(self) -> Result<(), Vec<String>> {
+        if self.problems.is_empty() {
+            Ok(())
+        } else {
+            Err(self.problems)
+        }
+    }
+}
+
+fn read_secret_file(path: &Path) -> Result<String, &'static str> {
+    let meta = std::fs::metadata(path).map_err(|_| "names a file that cannot be read")?;
+    if !meta.is_file() || meta.len() > MAX_SECRET_FILE_BYTES {
+        return Err("names something that is not a secret file");
+    }
+    // World-readable, or writable by anyone but the owner: refused, like ssh does for keys.
+    if meta.permissions().mode() & 0o027 != 0 {
+        return Err("names a file others can read or change: chmod 600 (or 640) it");
+    }
+    let text = std::fs::read_to_string(path).map_err(|_| "names a file that cannot be read")?;
+    Ok(text)
+}
+
+/// `https://host…`, or `http://` for loopback; no userinfo, query or fragment.
+pub fn is_upstream_url(text: &str) -> bool {
+    let Ok(url) = url::Url::parse(text) else {
+        return false;
+    };
+    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "[::1]" | "localhost"));
+    let scheme_ok = url.scheme() == "https" || (url.scheme() == "http" && loopback);
+    scheme_ok
+        && url.host_str().is_some_and(|h| !h.is_empty())
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.query().is_none()
+        && url.fragment().is_none()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn reader_over(env: &MapEnv) -> EnvReader<'_> {
+        EnvReader::new(env)
+    }
+
+    #[test]
+    fn every_problem_is_reported_by_name_never_by_value() {
+        let env = MapEnv::of([
+            ("CARE_X_URL", "http://sk-demo-host.example.com"),
+            ("CARE_X_LIMIT", "sk-demo-9"),
+            ("CARE_X_LIST", "ok, sk-demo-bad!"),
+            ("CARE_X_FILE", "/nonexistent/sk-demo-file"),
+        ]);
+        let mut r = reader_over(&env);
+        assert!(r.upstream_url("CARE_X_URL", None).is_none());
+        assert_eq!(r.int_in("CARE_X_LIMIT", 1..=10, 5), 5);
+        let list = r.list("CARE_X_LIST", "a plain word", |s| {
+            s.chars().all(|c| c.is_ascii_alphanumeric())
+        });
+        assert_eq!(list, ["ok"]);
+        assert!(r.secret_file("CARE_X_FILE", Some("the tests")).is_none());
+        assert!(r.required("CARE_X_MISSING", "the tests").is_none());
+        let problems = r.finish().unwrap_err();
+        assert_eq!(problems.len(), 5, "{problems:?}");
+        for p in &problems {
+            assert!(p.starts_with("CARE_X_"), "{p}");
+            assert!(!p.contains("sk-demo"), "{p}");
+        }
+    }
+
+    #[test]
+    fn secrets_cannot_be_printed() {
+        let env = MapEnv::of([("CARE_X_TOKEN", "sk-demo-token-0001")]);
+        let mut r = reader_over(&env);
+        let secret = r.secret("CARE_X_TOKEN", None).unwrap();
+        assert!(!format!("{secret:?}").contains("sk-demo"));
+        assert_eq!(secret.expose_secret(), "sk-demo-token-0001");
+    }
+
+    #[test]
+    fn secret_files_are_read_only_when_others_cannot_read_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "sk-demo-file-secret\n").unwrap();
+        let env = MapEnv::of([("CARE_X_FILE", path.to_str().unwrap())]);
+        for (mode, ok) in [(0o600, true), (0o640, true), (0o644, false), (0o660, false)] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let mut r = reader_over(&env);
+            let read = r.secret_file("CARE_X_FILE", None);
+            assert_eq!(read.is_some(), ok, "mode {mode:o}");
+            if ok {
+                assert_eq!(read.unwrap().expose_secret(), "sk-demo-file-secret\n");
+            }
+        }
+    }
+
+    #[test]
+    fn upstream_urls() {
+        assert!(is_upstream_url("https://api.appstoreconnect.apple.com"));
+        assert!(is_upstream_url("http://127.0.0.1:4000"));
+        assert!(is_upstream_url("http://localhost:4000/"));
+        assert!(is_upstream_url("http://[::1]:4000"));
+        assert!(!is_upstream_url("http://api.example.com"));
+        assert!(!is_upstream_url("https://user:pw@host"));
+        assert!(!is_upstream_url("https://host/?x=1"));
+        assert!(!is_upstream_url("https://host/#x"));
+        assert!(!is_upstream_url("ftp://host"));
+        assert!(!is_upstream_url("not a url"));
+    }
+
+    #[test]
+    fn lists_split_on_commas_and_spaces_and_drop_duplicates() {
+        let env = MapEnv::of([("CARE_X", " a, b  c,a ,")]);
+        let mut r = reader_over(&env);
+        assert_eq!(r.list("CARE_X", "a letter", |_| true), ["a", "b", "c"]);
+        assert!(r.finish().is_ok());
+    }
+}
