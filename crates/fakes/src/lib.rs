@@ -2,8 +2,17 @@
 //! by the test suites and the sandbox (`care-mcp sandbox`), so both exercise the same behaviour.
 //!
 //! # Layout
+//! - [`http`]: the scaffold every HTTP fake stands on — a loopback server on its own thread
+//!   and runtime, and a front that checks credentials, injects failures, records requests and
+//!   delays answers before the fake's own routes.
+//! - [`upstream`]: the [`Upstream`] trait the sandbox and the test harnesses iterate over, and
+//!   [`start_demo_upstreams`], the list of fakes they start.
 //! - [`asc`]: a verifying App Store Connect fake (ES256 JWTs checked with the public key on
-//!   every request, JSON:API shapes and paging, recorded requests, injectable failures), a
-//!   seeded demo data set and throwaway `.p8` keys.
+//!   every request, JSON:API shapes and paging), a seeded demo data set and throwaway `.p8`
+//!   keys.
 
 pub mod asc;
+pub mod http;
+pub mod upstream;
+
+pub use upstream::{ReceivedWrite, StartFailed, Upstream, start_demo_upstreams};

@@ -32,7 +32,7 @@ pub enum Command {
         #[command(subcommand)]
         action: KeysCommand,
     },
-    /// The product on this machine with no accounts: in-process relay, App Store Connect fake,
+    /// The product on this machine with no accounts: in-process relay, upstream fakes,
     /// throwaway keys, SQLite ledger, and an MCP client configuration for every role.
     #[cfg(feature = "sandbox")]
     Sandbox {
@@ -51,7 +51,7 @@ pub enum Command {
 #[cfg(feature = "sandbox")]
 #[derive(Debug, Subcommand)]
 pub enum SandboxCommand {
-    /// List what the sandbox's App Store Connect fake received.
+    /// List the writes the sandbox's upstream fakes received.
     ShowSent {
         #[arg(long)]
         dir: Option<std::path::PathBuf>,

@@ -5,6 +5,7 @@
 
 mod common;
 
+use care_fakes::asc::FakeAsc;
 use common::{Sandbox, Session, run_once};
 use serde_json::json;
 
@@ -63,7 +64,7 @@ fn a_role_without_asc_tools_never_reads_its_config() {
         assert!(!names.iter().any(|n| n.starts_with("asc_")), "{role}");
         assert_eq!(session.finish().code(), Some(0), "{role}");
     }
-    assert!(sandbox.asc.requests().is_empty());
+    assert!(sandbox.fake::<FakeAsc>().requests().is_empty());
 }
 
 #[test]
@@ -90,11 +91,11 @@ fn the_reviews_role_serves_asc_over_stdio() {
     let finished = session.finish();
     assert_eq!(finished.code(), Some(0), "{}", finished.stderr);
     finished.assert_stdout_is_protocol();
-    let key = sandbox.asc.key().private_key_pem.clone();
+    let key = sandbox.fake::<FakeAsc>().key().private_key_pem.clone();
     let key_line = key.lines().nth(1).unwrap();
     assert!(!finished.stdout().contains(key_line) && !finished.stderr.contains(key_line));
-    let requests = sandbox.asc.requests();
+    let requests = sandbox.fake::<FakeAsc>().requests();
     assert!(!requests.is_empty());
     assert!(requests.iter().all(|r| r.authorized && r.method == "GET"));
-    assert!(sandbox.asc.sent_replies().is_empty());
+    assert!(sandbox.fake::<FakeAsc>().sent_replies().is_empty());
 }

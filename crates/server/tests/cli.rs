@@ -10,13 +10,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use care_core::catalog::{Role, tools_of};
-use common::{IMPLEMENTED, Sandbox, Session, binary, run_once, wrappers_dir};
+use common::{Sandbox, Session, binary, implemented, run_once, wrappers_dir};
 use serde_json::Value;
 
 fn expected_names(role: Role) -> BTreeSet<String> {
     tools_of(role)
         .map(|e| e.name)
-        .filter(|n| IMPLEMENTED.contains(n))
+        .filter(|n| implemented().contains(*n))
         .map(str::to_owned)
         .collect()
 }

@@ -8,21 +8,21 @@ mod common;
 use std::collections::BTreeSet;
 
 use care_core::catalog::{self, Role, ToolKind, tools_of};
-use common::{IMPLEMENTED, Sandbox, Session};
+use common::{Sandbox, Session, implemented};
 use serde_json::{Value, json};
 
 /// The names a role should list: its catalog rows that are implemented.
 fn expected_names(role: Role) -> BTreeSet<String> {
     tools_of(role)
         .map(|e| e.name)
-        .filter(|n| IMPLEMENTED.contains(n))
+        .filter(|n| implemented().contains(*n))
         .map(str::to_owned)
         .collect()
 }
 
 #[test]
 fn implemented_tools_are_all_in_the_catalog() {
-    for name in IMPLEMENTED {
+    for name in implemented() {
         assert!(
             catalog::lookup(name).is_some(),
             "{name} is not in the catalog"

@@ -91,7 +91,7 @@ fn stdout_stays_the_protocol_through_bad_input_and_a_panic() {
     let e = session.call_err("kpi_report", json!({"metric": "after.panic"}));
     assert_code(&e, "INTERNAL");
     let lead_implemented = care_core::catalog::tools_of(care_core::catalog::Role::Lead)
-        .filter(|e| common::IMPLEMENTED.contains(&e.name))
+        .filter(|e| common::implemented().contains(e.name))
         .count();
     assert_eq!(session.tool_names().len(), lead_implemented);
 

@@ -9,6 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use care_core::ledger::{ApprovalStatus, Decision, WriteOutcome};
+use care_fakes::asc::FakeAsc;
 use care_nostr::reaction::build_reaction;
 use care_nostr::{EventId, Keys};
 use common::{Sandbox, Session};
@@ -72,14 +73,19 @@ async fn write_in_flight() -> (Running, u64) {
         std::thread::sleep(Duration::from_millis(50));
     }
     sandbox
-        .asc
+        .fake::<FakeAsc>()
         .delay("POST", "/v1/customerReviewResponses", SLOW_ANSWER);
     let id = session.send_request(
         "tools/call",
         json!({"name": "asc_review_reply", "arguments": reply(Some(&approval_id))}),
     );
     let deadline = Instant::now() + Duration::from_secs(15);
-    while !sandbox.asc.requests().iter().any(|r| r.method == "POST") {
+    while !sandbox
+        .fake::<FakeAsc>()
+        .requests()
+        .iter()
+        .any(|r| r.method == "POST")
+    {
         assert!(
             Instant::now() < deadline,
             "the reply never reached the fake"
@@ -118,7 +124,7 @@ async fn assert_recorded(sandbox: &Sandbox, approval_id: &str) {
         of_write.contains(&"ok"),
         "the write's own audit row: {of_write:?}"
     );
-    assert_eq!(sandbox.asc.sent_replies().len(), 1);
+    assert_eq!(sandbox.fake::<FakeAsc>().sent_replies().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

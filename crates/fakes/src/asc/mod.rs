@@ -8,30 +8,33 @@
 //! paging through `links.next` with an opaque `cursor`), `GET /v1/customerReviews/{id}`,
 //! `GET /v1/customerReviews/{id}/response` (404 when there is none),
 //! `POST /v1/customerReviewResponses` (create or replace) and
-//! `DELETE /v1/customerReviewResponses/{id}`. It records every request and every accepted
-//! reply, and answers injected failures ([`Failure`]) before anything else.
-//!
-//! The server runs on its own thread with its own runtime, so sync tests, async tests and the
-//! sandbox use it alike; dropping the handle stops it.
+//! `DELETE /v1/customerReviewResponses/{id}`. It keeps every accepted reply; recording,
+//! injected failures ([`Failure`]) and delays are the shared scaffold's ([`crate::http`]), which
+//! also runs it on its own thread and runtime and stops it when the handle is dropped.
 
+mod dialect;
+mod documents;
 mod jwt;
 mod key;
 mod routes;
 mod seed;
 mod state;
+mod upstream;
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use jwt::{AUDIENCE, Claims, JwtError, MAX_LIFETIME_SECS, TokenVerifier};
 pub use key::{KeyError, TestKey};
 pub use seed::{
-    DEMO_APP_ID, DEMO_PRO_APP_ID, HOSTILE_BODY, OTHER_APP_ID, Seed, SeedApp, SeedResponse,
-    SeedReview, demo_seed,
+    DEMO_APP_ID, DEMO_PRO_APP_ID, DEMO_SCOPE, HOSTILE_BODY, OTHER_APP_ID, Seed, SeedApp,
+    SeedResponse, SeedReview, demo_seed,
 };
-pub use state::{Failure, RecordedRequest, SentReply};
+pub use state::SentReply;
 
+pub use crate::http::{Failure, RecordedRequest};
+use crate::http::{FakeServer, ServeError};
 use state::Shared;
 
 /// Why the fake could not start.
@@ -47,14 +50,23 @@ pub enum FakeError {
     Runtime(std::io::Error),
 }
 
+impl From<ServeError> for FakeError {
+    fn from(err: ServeError) -> FakeError {
+        match err {
+            ServeError::Listen(e) => FakeError::Listen(e),
+            ServeError::Runtime(e) => FakeError::Runtime(e),
+        }
+    }
+}
+
 /// A running fake; stops when dropped.
 #[derive(Debug)]
 pub struct FakeAsc {
-    base_url: String,
+    server: FakeServer,
     key: TestKey,
     shared: Arc<Shared>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// The apps a role is given (`CARE_ASC_APP_IDS`) through [`crate::Upstream::role_env`].
+    scope: Vec<String>,
 }
 
 impl FakeAsc {
@@ -67,54 +79,34 @@ impl FakeAsc {
     pub fn start_with_key(seed: Seed, key: TestKey) -> Result<FakeAsc, FakeError> {
         let verifier = TokenVerifier::new(&key.public_key_pem, &key.key_id, &key.issuer_id)
             .map_err(|_| FakeError::PublicKey)?;
-        let listener = std::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
-            .map_err(FakeError::Listen)?;
-        listener.set_nonblocking(true).map_err(FakeError::Listen)?;
-        let addr = listener.local_addr().map_err(FakeError::Listen)?;
-        let base_url = format!("http://{addr}");
+        let scope = seed.apps.iter().map(|a| a.id.clone()).collect();
         let shared = Arc::new(Shared::new(seed));
-        let app = Arc::new(routes::App {
-            shared: Arc::clone(&shared),
-            verifier,
-            base_url: base_url.clone(),
-        });
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(FakeError::Runtime)?;
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("fake-asc".into())
-            .spawn(move || {
-                runtime.block_on(async move {
-                    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-                        tracing::error!("fake App Store Connect cannot adopt its listener");
-                        return;
-                    };
-                    let router = axum::Router::new().fallback(routes::handle).with_state(app);
-                    let served = axum::serve(listener, router)
-                        .with_graceful_shutdown(async {
-                            let _ = stopped.await;
-                        })
-                        .await;
-                    if let Err(err) = served {
-                        tracing::error!(error = %err, "fake App Store Connect stopped");
-                    }
-                });
-            })
-            .map_err(FakeError::Runtime)?;
+        let app_state = Arc::clone(&shared);
+        let server = FakeServer::start("asc", dialect::AscDialect { verifier }, |base_url| {
+            let app = Arc::new(routes::App {
+                shared: app_state,
+                base_url: base_url.to_owned(),
+            });
+            axum::Router::new().fallback(routes::handle).with_state(app)
+        })?;
         Ok(FakeAsc {
-            base_url,
+            server,
             key,
             shared,
-            stop: Some(stop),
-            thread: Some(thread),
+            scope,
         })
+    }
+
+    /// Gives roles only these apps through [`crate::Upstream::role_env`] (every app of the seed
+    /// otherwise), so an app of the team can stay out of scope.
+    pub fn in_scope(mut self, app_ids: &[&str]) -> FakeAsc {
+        self.scope = app_ids.iter().map(|id| (*id).to_owned()).collect();
+        self
     }
 
     /// `http://127.0.0.1:PORT`, without a trailing slash.
     pub fn base_url(&self) -> &str {
-        &self.base_url
+        self.server.base_url()
     }
 
     /// The key the fake accepts tokens of (private half included, for the client under test).
@@ -134,13 +126,13 @@ impl FakeAsc {
                 key_file.display().to_string(),
             ),
             ("CARE_ASC_APP_IDS".into(), app_ids.join(",")),
-            ("CARE_ASC_BASE_URL".into(), self.base_url.clone()),
+            ("CARE_ASC_BASE_URL".into(), self.base_url().to_owned()),
         ]
     }
 
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared.lock().requests.clone()
+        self.server.requests()
     }
 
     /// Every reply accepted so far, in order.
@@ -155,24 +147,21 @@ impl FakeAsc {
 
     /// Answers matching requests with `failure` (before token checks), in injection order.
     pub fn inject(&self, failure: Failure) {
-        self.shared.lock().failures.push(failure);
+        self.server.inject(failure);
     }
 
     pub fn clear_failures(&self) {
-        self.shared.lock().failures.clear();
+        self.server.clear_failures();
     }
 
     /// Forgets the recorded requests (not the replies).
     pub fn clear_requests(&self) {
-        self.shared.lock().requests.clear();
+        self.server.clear_requests();
     }
 
     /// Answers matching requests `by` later than it would (the request is processed at once).
-    pub fn delay(&self, method: &str, path_prefix: &str, by: std::time::Duration) {
-        self.shared
-            .lock()
-            .delays
-            .push((method.to_owned(), path_prefix.to_owned(), by));
+    pub fn delay(&self, method: &str, path_prefix: &str, by: Duration) {
+        self.server.delay(method, path_prefix, by);
     }
 
     /// Someone answers a review outside care-mcp (in App Store Connect itself): the review
@@ -188,16 +177,5 @@ impl FakeAsc {
     /// Adds a review after start (e.g. one that arrives during a demo).
     pub fn add_review(&self, review: SeedReview) {
         self.shared.lock().seed.reviews.push(review);
-    }
-}
-
-impl Drop for FakeAsc {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }

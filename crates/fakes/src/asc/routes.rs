@@ -1,21 +1,23 @@
-//! The HTTP face of the fake: one handler that records the request, applies an injected
-//! failure, verifies the bearer token, and answers the App Store Connect JSON:API shapes.
+//! App Store Connect's routes: the JSON:API reads of apps and reviews with their filters,
+//! sorting and paging, and the create/replace and delete of review responses. Credentials,
+//! recording and injected failures are the scaffold's front ([`crate::http`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use chrono::{FixedOffset, Utc};
+use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::jwt::TokenVerifier;
-use super::seed::{SeedApp, SeedResponse, SeedReview};
-use super::state::{Data, RecordedRequest, Shared};
+use super::documents::{app_json, error_body, response_json, review_json};
+use super::seed::SeedReview;
+use super::state::{Data, Shared};
+use crate::http::query::{encode, map as query_map};
 
 /// Largest page App Store Connect serves.
 const MAX_LIMIT: usize = 200;
@@ -25,149 +27,36 @@ const DEFAULT_LIMIT: usize = 50;
 #[derive(Debug)]
 pub(crate) struct App {
     pub shared: Arc<Shared>,
-    pub verifier: TokenVerifier,
     pub base_url: String,
 }
 
 type Answer = (StatusCode, Value);
 
-/// The one entry point: every request of every path comes through here.
+/// The one entry point: every path comes here (the API's paths are matched in [`route`]).
 pub(crate) async fn handle(
     State(app): State<Arc<App>>,
     method: Method,
     uri: Uri,
-    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let path = uri.path().to_owned();
-    let query_text = uri.query().map(str::to_owned);
-    let query: HashMap<String, String> = query_text
-        .as_deref()
-        .map(|q| {
-            url_pairs(q)
-                .into_iter()
-                .collect::<HashMap<String, String>>()
-        })
-        .unwrap_or_default();
+    let query = query_map(uri.query());
     let body_text = (!body.is_empty()).then(|| String::from_utf8_lossy(&body).into_owned());
-
-    let auth = bearer(&headers)
-        .ok_or(super::jwt::JwtError::Missing)
-        .and_then(|token| app.verifier.verify(token, Utc::now().timestamp()));
-
-    // The lock is released before any await: the guard is not Send.
-    let (status, json, retry_after, delay) = {
+    let (status, json) = {
         let mut data = app.shared.lock();
-        let delay = data.delay_for(method.as_str(), &path);
-        let failure = data.take_failure(method.as_str(), &path);
-        let (status, json, retry_after) = if let Some(f) = failure {
-            let status =
-                StatusCode::from_u16(f.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            (
-                status,
-                error_body(status, "INJECTED", "An injected failure."),
-                f.retry_after,
-            )
-        } else if auth.is_err() {
-            (
-                StatusCode::UNAUTHORIZED,
-                error_body(
-                    StatusCode::UNAUTHORIZED,
-                    "NOT_AUTHORIZED",
-                    "Provide a properly configured and signed bearer token, and make sure that it has not expired.",
-                ),
-                None,
-            )
-        } else {
-            let (s, j) = route(
-                &app,
-                &mut data,
-                &method,
-                &path,
-                &query,
-                body_text.as_deref(),
-            );
-            (s, j, None)
-        };
-        data.requests.push(RecordedRequest {
-            method: method.to_string(),
-            path,
-            query: query_text,
-            authorized: auth.is_ok(),
-            auth_error: auth.err().map(|e| e.to_string()),
-            status: status.as_u16(),
-            body: body_text,
-        });
-        (status, json, retry_after, delay)
+        route(
+            &app,
+            &mut data,
+            &method,
+            uri.path(),
+            &query,
+            body_text.as_deref(),
+        )
     };
-    if let Some(delay) = delay {
-        // Processed already; only the answer is late (a slow upstream mid-request).
-        tokio::time::sleep(delay).await;
-    }
-
-    let mut response = if status == StatusCode::NO_CONTENT {
+    if status == StatusCode::NO_CONTENT {
         status.into_response()
     } else {
         (status, axum::Json(json)).into_response()
-    };
-    if let Some(value) = retry_after.and_then(|v| HeaderValue::from_str(&v).ok()) {
-        response.headers_mut().insert(header::RETRY_AFTER, value);
     }
-    response
-}
-
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
-}
-
-/// `application/x-www-form-urlencoded` pairs, percent-decoded.
-fn url_pairs(query: &str) -> Vec<(String, String)> {
-    query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (percent_decode(k), percent_decode(v))
-        })
-        .collect()
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let hex = |b: u8| (b as char).to_digit(16);
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                (Some(h), Some(l)) => {
-                    out.push(u8::try_from(h * 16 + l).unwrap_or(b'?'));
-                    i += 2;
-                }
-                _ => out.push(b'%'),
-            },
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn error_body(status: StatusCode, code: &str, detail: &str) -> Value {
-    json!({
-        "errors": [{
-            "id": uuid::Uuid::new_v4().to_string(),
-            "status": status.as_u16().to_string(),
-            "code": code,
-            "title": status.canonical_reason().unwrap_or("Error"),
-            "detail": detail,
-        }]
-    })
 }
 
 fn not_found(what: &str) -> Answer {
@@ -200,7 +89,10 @@ fn route(
     match (method.as_str(), segments.as_slice()) {
         ("GET", ["v1", "apps"]) => list_apps(app, data, query),
         ("GET", ["v1", "apps", id]) => match data.seed.apps.iter().find(|a| a.id == *id) {
-            Some(a) => (StatusCode::OK, json!({ "data": app_json(app, a) })),
+            Some(a) => (
+                StatusCode::OK,
+                json!({ "data": app_json(&app.base_url, a) }),
+            ),
             None => not_found("apps"),
         },
         ("GET", ["v1", "apps", id, "customerReviews"]) => list_reviews(app, data, id, query),
@@ -209,9 +101,9 @@ fn route(
                 let include = query
                     .get("include")
                     .is_some_and(|v| v.split(',').any(|i| i == "response"));
-                let mut doc = json!({ "data": review_json(app, r, include), "links": { "self": format!("{}{}", app.base_url, path) } });
+                let mut doc = json!({ "data": review_json(&app.base_url, r, include), "links": { "self": format!("{}{}", app.base_url, path) } });
                 if include && let Some(resp) = &r.response {
-                    doc["included"] = json!([response_json(app, &r.id, resp)]);
+                    doc["included"] = json!([response_json(&app.base_url, &r.id, resp)]);
                 }
                 (StatusCode::OK, doc)
             }
@@ -224,7 +116,7 @@ fn route(
                 ..
             }) => (
                 StatusCode::OK,
-                json!({ "data": response_json(app, id, resp), "links": { "self": format!("{}{}", app.base_url, path) } }),
+                json!({ "data": response_json(&app.base_url, id, resp), "links": { "self": format!("{}{}", app.base_url, path) } }),
             ),
             Some(_) => not_found("customerReviewResponses"),
             None => not_found("customerReviews"),
@@ -306,17 +198,6 @@ fn page(
     )
 }
 
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 fn list_apps(app: &App, data: &Data, query: &HashMap<String, String>) -> Answer {
     let (limit, offset) = match (limit_of(query), offset_of(query)) {
         (Ok(l), Ok(o)) => (l, o),
@@ -328,7 +209,7 @@ fn list_apps(app: &App, data: &Data, query: &HashMap<String, String>) -> Answer 
         .apps
         .iter()
         .filter(|a| ids.as_ref().is_none_or(|ids| ids.contains(&a.id.as_str())))
-        .map(|a| app_json(app, a))
+        .map(|a| app_json(&app.base_url, a))
         .collect();
     let (data, links, meta) = page(app, "/v1/apps", query, items, offset, limit);
     (
@@ -397,7 +278,7 @@ fn list_reviews(app: &App, data: &Data, app_id: &str, query: &HashMap<String, St
     }
     let items: Vec<Value> = reviews
         .iter()
-        .map(|r| review_json(app, r, include))
+        .map(|r| review_json(&app.base_url, r, include))
         .collect();
     let path = format!("/v1/apps/{app_id}/customerReviews");
     let (page_data, links, meta) = page(app, &path, query, items, offset, limit);
@@ -413,7 +294,7 @@ fn list_reviews(app: &App, data: &Data, app_id: &str, query: &HashMap<String, St
             .filter_map(|r| {
                 r.response
                     .as_ref()
-                    .map(|resp| response_json(app, &r.id, resp))
+                    .map(|resp| response_json(&app.base_url, &r.id, resp))
             })
             .collect();
         doc["included"] = json!(included);
@@ -451,77 +332,8 @@ fn create_response(app: &App, data: &mut Data, body: Option<&str>) -> Answer {
     match data.respond(review_id, text, Utc::now()) {
         Some(resp) => (
             StatusCode::CREATED,
-            json!({ "data": response_json(app, review_id, &resp), "links": { "self": format!("{}/v1/customerReviewResponses/{}", app.base_url, resp.id) } }),
+            json!({ "data": response_json(&app.base_url, review_id, &resp), "links": { "self": format!("{}/v1/customerReviewResponses/{}", app.base_url, resp.id) } }),
         ),
         None => not_found("customerReviews"),
     }
-}
-
-/// Apple writes dates with the Pacific offset; the client must honour offsets.
-fn apple_date(t: chrono::DateTime<Utc>) -> String {
-    match FixedOffset::west_opt(7 * 3600) {
-        Some(pacific) => t
-            .with_timezone(&pacific)
-            .to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
-        None => t.to_rfc3339(),
-    }
-}
-
-fn app_json(app: &App, a: &SeedApp) -> Value {
-    json!({
-        "type": "apps",
-        "id": a.id,
-        "attributes": {
-            "name": a.name,
-            "bundleId": a.bundle_id,
-            "sku": a.sku,
-            "primaryLocale": a.primary_locale,
-        },
-        "links": { "self": format!("{}/v1/apps/{}", app.base_url, a.id) },
-    })
-}
-
-fn review_json(app: &App, r: &SeedReview, include_response: bool) -> Value {
-    let mut response = json!({
-        "links": {
-            "self": format!("{}/v1/customerReviews/{}/relationships/response", app.base_url, r.id),
-            "related": format!("{}/v1/customerReviews/{}/response", app.base_url, r.id),
-        }
-    });
-    if include_response {
-        response["data"] = match &r.response {
-            Some(resp) => json!({ "type": "customerReviewResponses", "id": resp.id }),
-            None => Value::Null,
-        };
-    }
-    json!({
-        "type": "customerReviews",
-        "id": r.id,
-        "attributes": {
-            "rating": r.rating,
-            "title": r.title,
-            "body": r.body,
-            "reviewerNickname": r.nickname,
-            "createdDate": apple_date(r.created),
-            "territory": r.territory,
-        },
-        "relationships": { "response": response },
-        "links": { "self": format!("{}/v1/customerReviews/{}", app.base_url, r.id) },
-    })
-}
-
-fn response_json(app: &App, review_id: &str, resp: &SeedResponse) -> Value {
-    json!({
-        "type": "customerReviewResponses",
-        "id": resp.id,
-        "attributes": {
-            "responseBody": resp.body,
-            "lastModifiedDate": apple_date(resp.last_modified),
-            "state": resp.state,
-        },
-        "relationships": {
-            "review": { "data": { "type": "customerReviews", "id": review_id } }
-        },
-        "links": { "self": format!("{}/v1/customerReviewResponses/{}", app.base_url, resp.id) },
-    })
 }

@@ -51,6 +51,8 @@ pub const DEMO_APP_ID: &str = "1600000001";
 pub const DEMO_PRO_APP_ID: &str = "1600000002";
 /// An app of the same team that the demo's allowlist leaves out (for SCOPE_DENIED).
 pub const OTHER_APP_ID: &str = "1600000099";
+/// The apps the demo's roles are given (`CARE_ASC_APP_IDS`): [`OTHER_APP_ID`] stays out.
+pub const DEMO_SCOPE: [&str; 2] = [DEMO_APP_ID, DEMO_PRO_APP_ID];
 
 /// The hostile review texts of the demo: a prompt injection, terminal escapes, a bidi
 /// override and an attempt to close the fence.

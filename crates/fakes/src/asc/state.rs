@@ -1,24 +1,10 @@
-//! What the fake remembers: its apps and reviews (responses change as replies arrive), every
-//! request it received, every reply it accepted, and the failures a test asked it to inject.
+//! What the fake remembers of App Store Connect: its apps and reviews (responses change as
+//! replies arrive) and every reply it accepted. Requests, failures and delays are the
+//! scaffold's ([`crate::http`]).
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::seed::{Seed, SeedResponse, SeedReview};
-
-/// One request as the fake saw it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordedRequest {
-    pub method: String,
-    pub path: String,
-    pub query: Option<String>,
-    /// The token verified (kid, iss, aud, exp, signature).
-    pub authorized: bool,
-    /// Why the token was refused, when it was.
-    pub auth_error: Option<String>,
-    /// The status the fake answered.
-    pub status: u16,
-    pub body: Option<String>,
-}
 
 /// A review response the fake accepted (`POST /v1/customerReviewResponses`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,57 +16,10 @@ pub struct SentReply {
     pub replaced: bool,
 }
 
-/// A failure to answer instead of the real behaviour, for requests matching it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    /// Only this method (`GET`, `POST`...); any method when `None`.
-    pub method: Option<String>,
-    /// Requests whose path starts with this.
-    pub path_prefix: String,
-    pub status: u16,
-    /// The `Retry-After` header to send, verbatim.
-    pub retry_after: Option<String>,
-    /// How many requests it applies to; every matching request when `None`.
-    pub times: Option<u32>,
-}
-
-impl Failure {
-    /// `status` for every request under `path_prefix`.
-    pub fn status(path_prefix: &str, status: u16) -> Failure {
-        Failure {
-            method: None,
-            path_prefix: path_prefix.to_owned(),
-            status,
-            retry_after: None,
-            times: None,
-        }
-    }
-
-    /// Only the next `n` matching requests.
-    pub fn times(mut self, n: u32) -> Failure {
-        self.times = Some(n);
-        self
-    }
-
-    pub fn retry_after(mut self, value: &str) -> Failure {
-        self.retry_after = Some(value.to_owned());
-        self
-    }
-
-    pub fn method(mut self, method: &str) -> Failure {
-        self.method = Some(method.to_owned());
-        self
-    }
-}
-
 #[derive(Debug, Default)]
 pub(crate) struct Data {
     pub seed: Seed,
-    pub requests: Vec<RecordedRequest>,
     pub sent: Vec<SentReply>,
-    pub failures: Vec<Failure>,
-    /// (method, path prefix, delay): matching requests are answered this much later.
-    pub delays: Vec<(String, String, std::time::Duration)>,
     pub next_response: u64,
 }
 
@@ -107,31 +46,8 @@ impl Shared {
 }
 
 impl Data {
-    /// Takes one use of the first failure matching the request, if any.
-    pub fn take_failure(&mut self, method: &str, path: &str) -> Option<Failure> {
-        let index = self.failures.iter().position(|f| {
-            f.method.as_deref().is_none_or(|m| m == method) && path.starts_with(&f.path_prefix)
-        })?;
-        let failure = self.failures[index].clone();
-        if let Some(times) = &mut self.failures[index].times {
-            *times = times.saturating_sub(1);
-            if *times == 0 {
-                self.failures.remove(index);
-            }
-        }
-        Some(failure)
-    }
-
     pub fn review(&self, id: &str) -> Option<&SeedReview> {
         self.seed.reviews.iter().find(|r| r.id == id)
-    }
-
-    /// How long to hold the answer to a request, if a delay matches it.
-    pub fn delay_for(&self, method: &str, path: &str) -> Option<std::time::Duration> {
-        self.delays
-            .iter()
-            .find(|(m, prefix, _)| m == method && path.starts_with(prefix.as_str()))
-            .map(|(_, _, d)| *d)
     }
 
     /// Creates or replaces the response of a review, as App Store Connect does.

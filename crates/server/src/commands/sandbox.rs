@@ -37,7 +37,7 @@ pub async fn run(dir: Option<PathBuf>, demo_mode: bool) -> Result<ExitCode, Star
         say(&world.instructions());
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
-            () = record_sent(&world.asc, &world.dir) => {}
+            () = record_sent(&world.upstreams, &world.dir) => {}
         }
         say("\nsandbox stopped\n");
         ExitCode::SUCCESS

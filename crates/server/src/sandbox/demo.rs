@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use care_core::catalog::{self, Role};
 use care_core::display::escape_line;
-use care_fakes::asc::DEMO_APP_ID;
+use care_fakes::asc::{DEMO_APP_ID, FakeAsc};
 use serde_json::{Value, json};
 
 use super::client::RoleClientSession;
@@ -81,6 +81,10 @@ pub async fn run(
     world: &SandboxWorld,
     sink: &mut (dyn std::io::Write + Send),
 ) -> Result<bool, StartError> {
+    // The story is about an App Store review; the other fakes only serve step 1's roles.
+    let asc: &FakeAsc = world.upstream().ok_or_else(|| {
+        StartError("sandbox demo: the App Store Connect fake is not running".into())
+    })?;
     let mut steps = Steps {
         passed: 0,
         failed: 0,
@@ -199,7 +203,7 @@ pub async fn run(
         sent["ok"] == true && sent["data"]["dry_run"] == false,
         "the reply is sent",
     );
-    let received = world.asc.sent_replies();
+    let received = asc.sent_replies();
     steps.check(
         received.len() == 1
             && received[0].body == REPLY_BODY
@@ -260,7 +264,7 @@ pub async fn run(
         "the reply is refused (APPROVAL_REJECTED)",
     );
     steps.check(
-        world.asc.sent_replies().len() == 1,
+        asc.sent_replies().len() == 1,
         "nothing more reached the App Store Connect fake",
     );
     reviews.close().await;

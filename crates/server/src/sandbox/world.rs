@@ -1,4 +1,5 @@
-//! The sandbox's running pieces and the files it writes: keys, `mcp.json`, `sandbox.env`.
+//! The sandbox's running pieces (the relay and every upstream fake) and the files it writes:
+//! keys, `mcp.json`, `sandbox.env`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -6,7 +7,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use care_core::catalog::Role;
-use care_fakes::asc::{DEMO_APP_ID, DEMO_PRO_APP_ID, FakeAsc, TestKey, demo_seed};
+use care_fakes::Upstream;
 use care_nostr::relay::InProcessRelay;
 use care_nostr::{Keys, ToBech32};
 use serde_json::{Value, json};
@@ -32,11 +33,12 @@ pub fn default_dir() -> PathBuf {
     base.join("care-mcp/sandbox")
 }
 
-/// Everything the sandbox runs; dropping it stops the relay and the fake.
+/// Everything the sandbox runs; dropping it stops the relay and the fakes.
 pub struct SandboxWorld {
     pub dir: PathBuf,
     pub relay: InProcessRelay,
-    pub asc: FakeAsc,
+    /// The upstream fakes (`care_fakes::start_demo_upstreams`), each in the roles' environment.
+    pub upstreams: Vec<Box<dyn Upstream>>,
     pub approver_key_file: PathBuf,
     /// The environment every role process (and the approvals CLI) gets.
     pub env: BTreeMap<String, String>,
@@ -104,15 +106,8 @@ impl SandboxWorld {
         let relay = InProcessRelay::start(None)
             .await
             .map_err(|e| StartError(format!("sandbox: relay did not start: {e}")))?;
-        let asc_key = TestKey::generate().map_err(|e| StartError(format!("sandbox: {e}")))?;
-        let p8 = asc_key
-            .write_p8(&dir)
-            .map_err(|e| StartError(format!("sandbox: {e}")))?;
-        let asc = FakeAsc::start_with_key(demo_seed(), asc_key).map_err(|e| {
-            StartError(format!(
-                "sandbox: App Store Connect fake did not start: {e}"
-            ))
-        })?;
+        let upstreams =
+            care_fakes::start_demo_upstreams().map_err(|e| StartError(format!("sandbox: {e}")))?;
 
         let Ok(server_nsec) = server.secret_key().to_bech32();
         let Ok(approver_npub) = approver.public_key().to_bech32();
@@ -126,19 +121,30 @@ impl SandboxWorld {
         env.insert("CARE_NOSTR_SECRET_KEY".into(), server_nsec);
         env.insert("CARE_NOSTR_RELAYS".into(), relay.url().to_owned());
         env.insert("CARE_APPROVAL_CHANNEL".into(), SANDBOX_CHANNEL.into());
-        for (k, v) in asc.env(&p8, &[DEMO_APP_ID, DEMO_PRO_APP_ID]) {
-            env.insert(k, v);
+        for upstream in &upstreams {
+            let vars = upstream.role_env(&dir).map_err(|e| {
+                StartError(format!(
+                    "sandbox: cannot write the files of the {} fake: {e}",
+                    upstream.name()
+                ))
+            })?;
+            env.extend(vars);
         }
         let world = SandboxWorld {
             dir,
             relay,
-            asc,
+            upstreams,
             approver_key_file,
             env,
             binary,
         };
         world.write_files()?;
         Ok(world)
+    }
+
+    /// The running fake of type `T` (for steps about one upstream, such as the demo's review).
+    pub fn upstream<T: Upstream>(&self) -> Option<&T> {
+        care_fakes::upstream::find(&self.upstreams)
     }
 
     /// The standard `mcpServers` configuration, one entry per role.
@@ -189,8 +195,7 @@ impl SandboxWorld {
             "care-mcp sandbox is running (Ctrl-C stops it).\n\
              \n  directory:        {dir}\
              \n  ledger:           {dir}/ledger.db (SQLite)\
-             \n  approval relay:   {relay} (group {SANDBOX_CHANNEL})\
-             \n  App Store fake:   {asc}\
+             \n  approval relay:   {relay} (group {SANDBOX_CHANNEL}){fakes}\
              \n  MCP config:       {dir}/mcp.json (one entry per role)\
              \n  approver key:     {key}\
              \n\nPoint an MCP client at {dir}/mcp.json, or paste:\n\n{config}\n\n\
@@ -198,12 +203,23 @@ impl SandboxWorld {
              set -a; . {dir}/sandbox.env; set +a\n  \
              {bin} approvals approve <approval_id> --key-file {key}\n  \
              {bin} approvals reject <approval_id> --key-file {key}\n\n\
-             What the App Store fake received: {bin} sandbox show-sent --dir {dir}\n",
+             What the fakes received: {bin} sandbox show-sent --dir {dir}\n",
             relay = self.relay.url(),
-            asc = self.asc.base_url(),
+            fakes = self.fake_lines(),
             key = self.approver_key_file.display(),
             bin = self.binary.display(),
             config = serde_json::to_string_pretty(&self.mcp_config()).unwrap_or_default(),
         )
+    }
+
+    /// One `  <name> fake:  <url>` line per upstream, aligned with the other lines.
+    fn fake_lines(&self) -> String {
+        self.upstreams
+            .iter()
+            .map(|u| {
+                let label = format!("{} fake:", u.name());
+                format!("\n  {label:<18}{} ({})", u.server().base_url(), u.title())
+            })
+            .collect()
     }
 }

@@ -1,6 +1,7 @@
 //! Shared helpers of the `care-mcp` integration tests: a sandbox per test (own temp dir and
-//! SQLite ledger, no inherited `CARE_*` / `DATABASE_URL`), the binary as a child process, and a
-//! line-based JSON-RPC client over its stdio that keeps every stdout line for later checks.
+//! SQLite ledger, every upstream fake, no inherited `CARE_*` / `DATABASE_URL`), the binary as a
+//! child process, a line-based JSON-RPC client over its stdio that keeps every stdout line for
+//! later checks, and the implemented tools as the binary's registry reports them.
 //!
 //! Every read has a deadline ([`TIMEOUT`]) so a hung server fails the test instead of CI.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
@@ -9,10 +10,12 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::LazyLock;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use care_fakes::Upstream;
 use serde_json::{Map, Value, json};
 
 /// How long any single read (or the exit of the process) may take.
@@ -21,24 +24,37 @@ pub const TIMEOUT: Duration = Duration::from_secs(20);
 /// The protocol version the tests negotiate.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 
-/// The tools implemented so far; the catalog holds 31, the others come with their domains.
-pub const IMPLEMENTED: [&str; 15] = [
-    "asc_apps_list",
-    "asc_reviews_list",
-    "asc_review_get",
-    "asc_review_response_get",
-    "asc_ratings_summary",
-    "asc_reviews_unanswered",
-    "asc_review_reply",
-    "kpi_record",
-    "kpi_report",
-    "csat_record",
-    "csat_summary",
-    "sla_status",
-    "approval_request",
-    "approval_status",
-    "approval_list",
-];
+/// The tools implemented so far (the catalog holds 31, the others come with their domains):
+/// the union of what `care-mcp tools --role R` prints for every role, asked once per test
+/// binary, so the list is the registry's and never a copy kept here.
+pub fn implemented() -> &'static BTreeSet<String> {
+    static IMPLEMENTED: LazyLock<BTreeSet<String>> = LazyLock::new(|| {
+        let sandbox = Sandbox::new();
+        let mut names = BTreeSet::new();
+        for role in care_core::catalog::Role::ALL {
+            let mut cmd = sandbox.command();
+            cmd.args(["tools", "--role", role.as_str()]);
+            let finished = run_once(&mut cmd, None);
+            assert_eq!(
+                finished.code(),
+                Some(0),
+                "care-mcp tools --role {role}: {}",
+                finished.stderr
+            );
+            let manifest: Value =
+                serde_json::from_str(&finished.stdout()).expect("the manifest is JSON");
+            assert_eq!(manifest["role"], role.as_str(), "{manifest}");
+            let tools = manifest["tools"].as_array().expect("a tools array");
+            names.extend(
+                tools
+                    .iter()
+                    .map(|t| t["name"].as_str().expect("a tool name").to_owned()),
+            );
+        }
+        names
+    });
+    &IMPLEMENTED
+}
 
 /// A valid x-only public key (throwaway, no secret known to anyone here).
 pub const APPROVER_HEX: &str = "4646ae5047316b4230d0086c8acec687f00b1cd9d1dc634f6cb358ac0a9a8fff";
@@ -56,12 +72,15 @@ pub fn wrappers_dir() -> PathBuf {
 /// A minimal PATH for children (the wrappers need `sh`, `dirname`).
 pub const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-/// One test's private world: a temp dir used as HOME, holding the SQLite ledger.
+/// One test's private world: a temp dir used as HOME, holding the SQLite ledger and the
+/// fakes' key files, and every upstream fake.
 #[derive(Debug)]
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
-    /// The verifying App Store Connect fake the roles holding ASC tools are pointed at.
-    pub asc: care_fakes::asc::FakeAsc,
+    /// Every upstream fake (`care_fakes::start_demo_upstreams`); commands carry their env.
+    pub upstreams: Vec<Box<dyn Upstream>>,
+    /// The `CARE_*` variables of all upstreams, pointing at [`Sandbox::upstreams`].
+    upstream_env: Vec<(String, String)>,
     /// The server's Nostr secret key (hex), generated for this sandbox.
     pub nostr_secret: String,
 }
@@ -85,31 +104,31 @@ impl Sandbox {
         Sandbox::with_dir(tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir"))
     }
 
-    /// Starts the App Store Connect fake (demo seed) and writes its throwaway `.p8` here.
+    /// Starts every upstream fake and writes their files (throwaway keys) here.
     fn with_dir(dir: tempfile::TempDir) -> Self {
-        let asc = care_fakes::asc::FakeAsc::start(care_fakes::asc::demo_seed()).expect("ASC fake");
-        asc.key().write_p8(dir.path()).expect("write the .p8");
+        let upstreams = care_fakes::start_demo_upstreams().expect("the upstream fakes");
+        let upstream_env = upstreams
+            .iter()
+            .flat_map(|u| u.role_env(dir.path()).expect("the fakes' files"))
+            .collect();
         // 32 random bytes are a valid secp256k1 secret but with negligible probability.
         let nostr_secret = hex::encode(rand::random::<[u8; 32]>());
         Sandbox {
             dir,
-            asc,
+            upstreams,
+            upstream_env,
             nostr_secret,
         }
     }
 
-    /// The `CARE_ASC_*` variables pointing at [`Sandbox::asc`] (the demo's two in-scope apps).
-    pub fn asc_env(&self) -> Vec<(String, String)> {
-        let key_file = self
-            .path()
-            .join(format!("AuthKey_{}.p8", self.asc.key().key_id));
-        self.asc.env(
-            &key_file,
-            &[
-                care_fakes::asc::DEMO_APP_ID,
-                care_fakes::asc::DEMO_PRO_APP_ID,
-            ],
-        )
+    /// The running fake of type `T`, e.g. `sandbox.fake::<FakeAsc>()`.
+    pub fn fake<T: Upstream>(&self) -> &T {
+        care_fakes::upstream::find(&self.upstreams).expect("no fake of that type is running")
+    }
+
+    /// The `CARE_*` variables pointing at every upstream fake.
+    pub fn upstream_env(&self) -> Vec<(String, String)> {
+        self.upstream_env.clone()
     }
 
     pub fn path(&self) -> &Path {
@@ -125,14 +144,14 @@ impl Sandbox {
     }
 
     /// `program` with a clean environment: PATH, HOME=<tmp>, DATABASE_URL=<tmp>/ledger.db, and
-    /// the `CARE_ASC_*` of the sandbox's App Store Connect fake.
+    /// the `CARE_*` of every upstream fake.
     pub fn command_for(&self, program: &Path) -> Command {
         let mut cmd = Command::new(program);
         cmd.env_clear()
             .env("PATH", CHILD_PATH)
             .env("HOME", self.path())
             .env("DATABASE_URL", self.database_url())
-            .envs(self.asc_env())
+            .envs(self.upstream_env.iter().map(|(k, v)| (k, v)))
             .envs(self.nostr_env())
             .current_dir(self.path());
         cmd
