@@ -45,18 +45,10 @@ pub fn schema_properties(schema: &Map<String, Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The input schema of `T`, as a JSON object (what `tools/list` advertises).
+/// The input schema of `T`, as a JSON object (what `tools/list` advertises): portable, see
+/// [`crate::schema`].
 pub fn schema_of<T: JsonSchema>() -> Map<String, Value> {
-    let schema = schemars::schema_for!(T);
-    match serde_json::to_value(schema) {
-        Ok(Value::Object(mut map)) => {
-            // `$schema` and `title` are noise for MCP clients; the tool carries its own name.
-            map.remove("$schema");
-            map.remove("title");
-            map
-        }
-        _ => Map::new(),
-    }
+    crate::schema::input_schema_of::<T>()
 }
 
 /// Parses `arguments` into `T` and validates it.
@@ -234,6 +226,64 @@ mod tests {
         let mut props = schema_properties(&schema);
         props.sort();
         assert_eq!(props, vec!["comment", "score"]);
+    }
+
+    #[test]
+    fn an_optional_field_is_typed_and_not_required() {
+        let schema = schema_of::<Sample>();
+        assert_eq!(schema["properties"]["comment"], json!({"type": "string"}));
+        assert_eq!(schema.get("required"), Some(&json!(["score"])));
+    }
+
+    /// Every ledger tool's arguments (the upstream domains' are checked over their manifests in
+    /// the server's tests): portable, in particular no null type anywhere.
+    #[test]
+    fn ledger_tool_schemas_are_portable() {
+        use crate::ledger_tools::{approval, csat, kpi, sla};
+        use crate::tool::{LedgerWriteTool, ReadTool};
+        let schemas = [
+            (
+                "kpi_record",
+                schema_of::<<kpi::KpiRecord as LedgerWriteTool>::Args>(),
+            ),
+            (
+                "kpi_report",
+                schema_of::<<kpi::KpiReport as ReadTool>::Args>(),
+            ),
+            (
+                "csat_record",
+                schema_of::<<csat::CsatRecord as LedgerWriteTool>::Args>(),
+            ),
+            (
+                "csat_summary",
+                schema_of::<<csat::CsatSummary as ReadTool>::Args>(),
+            ),
+            (
+                "sla_status",
+                schema_of::<<sla::SlaStatus as ReadTool>::Args>(),
+            ),
+            (
+                "approval_request",
+                schema_of::<<approval::ApprovalRequest as LedgerWriteTool>::Args>(),
+            ),
+            (
+                "approval_status",
+                schema_of::<<approval::ApprovalStatusTool as ReadTool>::Args>(),
+            ),
+            (
+                "approval_list",
+                schema_of::<<approval::ApprovalList as ReadTool>::Args>(),
+            ),
+        ];
+        for (name, schema) in schemas {
+            let schema = Value::Object(schema);
+            assert_eq!(
+                crate::schema::portability_problems(&schema),
+                Vec::<String>::new(),
+                "{name}: {schema}"
+            );
+            assert_eq!(schema["additionalProperties"], false, "{name}");
+        }
     }
 
     #[test]

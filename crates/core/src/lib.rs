@@ -6,6 +6,7 @@
 //! - [`error`]: stable error codes with one fixed sentence each.
 //! - [`envelope`]: `{ok, data}` / `{ok, error}` results.
 //! - [`input`]: strict argument parsing (unknown fields refused, fields named, values never echoed).
+//! - [`schema`]: portable input schemas (optional means absent, never null) and their check.
 //! - [`fence`]: `<user_content>` encoding of third-party text.
 //! - [`display`]: escaping of text shown to people (approval cards, operator CLI).
 //! - [`canonical`]: the canonical JSON encoding behind payload hashes and audit digests.
@@ -40,6 +41,7 @@ pub mod ledger_tools;
 pub mod outbound;
 pub mod pipeline;
 pub mod registrar;
+pub mod schema;
 #[cfg(feature = "test-support")]
 pub mod testkit;
 pub mod tool;

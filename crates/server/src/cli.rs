@@ -20,7 +20,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve MCP over stdio (the default).
     Serve,
-    /// Print the role's tool manifest (names, kind, capability labels, annotations) as JSON.
+    /// Print the role's tool manifest as JSON: what `tools/list` serves (descriptions, input and
+    /// output schemas, annotations) with each tool's domain, kind and capability labels.
     Tools,
     /// Inspect the approval ledger; approve or reject as an approver; verify evidence.
     Approvals {

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use care_core::catalog::ToolKind;
+use care_core::envelope;
 use care_core::gate::{Gate, GateAnswer};
 use care_core::tool::ToolHandler;
 use rmcp::model::{
@@ -55,12 +56,15 @@ pub fn annotations(handler: &dyn ToolHandler) -> ToolAnnotations {
     }
 }
 
+/// The tool as `tools/list` serves it (and `care-mcp tools` prints it). Every tool answers the
+/// same envelope, so every tool declares the envelope's schema as its `outputSchema`.
 pub fn describe(handler: &dyn ToolHandler) -> Tool {
     Tool::new(
         handler.entry().name,
         handler.description(),
         Arc::new(handler.input_schema()),
     )
+    .with_raw_output_schema(Arc::new(envelope::output_schema()))
     .with_annotations(annotations(handler))
 }
 

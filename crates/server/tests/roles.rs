@@ -1,6 +1,7 @@
 //! Invariant 1 over stdio: each role's `tools/list` is its catalog column (restricted to the
-//! implemented tools), with explicit annotations and closed input schemas; a tool outside the
-//! role answers exactly like a name that exists nowhere.
+//! implemented tools), with explicit annotations, closed and portable input schemas and the
+//! envelope's output schema; a tool outside the role answers exactly like a name that exists
+//! nowhere.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -8,6 +9,8 @@ mod common;
 use std::collections::BTreeSet;
 
 use care_core::catalog::{self, Role, ToolKind, tools_of};
+use care_core::envelope;
+use care_core::schema::portability_problems;
 use common::{Sandbox, Session, implemented};
 use serde_json::{Value, json};
 
@@ -108,6 +111,17 @@ fn check_role(role: Role) {
         assert!(
             tool["description"].as_str().is_some_and(|d| !d.is_empty()),
             "{role}/{name}: description"
+        );
+        // Portable: optional means absent (no null type anywhere), no refs, standard formats.
+        assert_eq!(
+            portability_problems(schema),
+            Vec::<String>::new(),
+            "{role}/{name}: {schema}"
+        );
+        assert_eq!(
+            tool["outputSchema"],
+            Value::Object(envelope::output_schema()),
+            "{role}/{name}: outputSchema is the envelope's"
         );
     }
 }

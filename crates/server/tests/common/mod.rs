@@ -602,6 +602,11 @@ pub fn check_result_shape(result: &Value) -> Value {
         .collect();
     if ok {
         assert_eq!(keys, BTreeSet::from(["ok", "data"]), "{structured}");
+        // The declared outputSchema says `data` is an object.
+        assert!(
+            structured["data"].is_object(),
+            "data is not an object: {structured}"
+        );
     } else {
         assert_eq!(keys, BTreeSet::from(["ok", "error"]), "{structured}");
         let error = structured["error"].as_object().expect("error object");
