@@ -28,7 +28,10 @@ struct NeedsKey;
 impl Dialect for NeedsKey {
     fn authorize(&self, request: &Parts) -> Result<(), String> {
         let key = request.headers.get("api-key").and_then(|v| v.to_str().ok());
-        let user = request.headers.get("api-username").and_then(|v| v.to_str().ok());
+        let user = request
+            .headers
+            .get("api-username")
+            .and_then(|v| v.to_str().ok());
         match (key, user) {
             (Some(KEY), Some("system")) => Ok(()),
             _ => Err("missing or wrong Api-Key/Api-Username".into()),
@@ -101,7 +104,10 @@ fn key_auth() -> HeaderAuth {
 async fn credentials_go_on_every_request_and_answers_map_to_fixed_codes() {
     let fake = fake();
     let c = client(fake.base_url(), key_auth());
-    assert_eq!(c.get(&["ok"], &[]).await.unwrap(), serde_json::json!({"a": 1}));
+    assert_eq!(
+        c.get(&["ok"], &[]).await.unwrap(),
+        serde_json::json!({"a": 1})
+    );
     let recorded = fake.requests();
     assert!(recorded[0].authorized);
     assert_eq!(recorded[0].header("api-username"), Some("system"));
@@ -139,7 +145,11 @@ async fn redirects_are_never_followed() {
     let err = c.get(&["redirect"], &[]).await.unwrap_err();
     assert_eq!(err.code, ErrorCode::UpstreamUnavailable);
     let paths: Vec<String> = fake.requests().iter().map(|r| r.path.clone()).collect();
-    assert_eq!(paths, ["/redirect"], "the credentials never followed the redirect");
+    assert_eq!(
+        paths,
+        ["/redirect"],
+        "the credentials never followed the redirect"
+    );
 }
 
 #[tokio::test]
@@ -155,7 +165,10 @@ async fn the_limits_hold() {
     let slow = c.get(&["ok"], &[]).await.unwrap_err();
     assert_eq!(slow.code, ErrorCode::UpstreamUnavailable);
     assert!(slow.detail.unwrap().contains("timed out"));
-    assert!(started.elapsed() < Duration::from_secs(2), "the total timeout bounds the call");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "the total timeout bounds the call"
+    );
 }
 
 #[tokio::test]
@@ -219,5 +232,9 @@ async fn a_401_runs_the_refusal_hook() {
         c.get(&["ok"], &[]).await.unwrap_err().code,
         ErrorCode::UpstreamRejected
     );
-    assert_eq!(refused.load(Ordering::SeqCst), 1, "only a 401 drops credentials");
+    assert_eq!(
+        refused.load(Ordering::SeqCst),
+        1,
+        "only a 401 drops credentials"
+    );
 }

@@ -1,7 +1,8 @@
 //! The scaffold under a tiny fake: every request passes the front (credentials checked and
 //! recorded, injected failures in order and worn out, delays after processing) before the
 //! fake's routes, from sync tests and async runtimes alike, and a dropped fake stops.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! A raw HTTP client pokes the fake directly: these tests check the fake, not an upstream client.
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -1,6 +1,7 @@
 //! The demo upstreams through the one trait the sandbox and the harnesses use: each gives a
 //! role environment that points at it, and reports the writes it accepted.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! A raw HTTP client pokes the fake directly: these tests check the fake, not an upstream client.
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
 

