@@ -196,6 +196,79 @@ async fn a_short_retry_after_is_waited_once_and_a_long_one_is_rate_limited() {
     assert_eq!(fake.requests().len(), 2, "one retry at most");
 }
 
+/// A fake that answers its first `limited` requests with 429, the wait in the body as
+/// Discourse's `extras.wait_seconds` (and `Retry-After` too when `header` is given).
+fn body_limited(limited: usize, wait: u64, header: Option<&'static str>) -> FakeServer {
+    let seen = Arc::new(AtomicUsize::new(0));
+    FakeServer::start("kit-limited", NeedsKey, move |_| {
+        Router::new().route(
+            "/ok",
+            get(move || {
+                let seen = Arc::clone(&seen);
+                async move {
+                    if seen.fetch_add(1, Ordering::SeqCst) < limited {
+                        let body = axum::Json(serde_json::json!({"errors": ["slow down"], "error_type": "rate_limit", "extras": {"wait_seconds": wait}}));
+                        match header {
+                            Some(h) => (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, h)], body).into_response(),
+                            None => (StatusCode::TOO_MANY_REQUESTS, body).into_response(),
+                        }
+                    } else {
+                        axum::Json(serde_json::json!({"a": 1})).into_response()
+                    }
+                }
+            }),
+        )
+    })
+    .unwrap()
+}
+
+fn wait_seconds(body: &[u8]) -> Option<u64> {
+    serde_json::from_slice::<serde_json::Value>(body).ok()?["extras"]["wait_seconds"].as_u64()
+}
+
+#[tokio::test]
+async fn a_wait_in_the_body_is_honoured_like_retry_after_when_the_client_reads_it() {
+    // Without a wait hint, a 429 without Retry-After is not retried.
+    let fake = body_limited(1, 1, None);
+    let plain = client(fake.base_url(), key_auth());
+    assert_eq!(
+        plain.get(&["ok"], &[]).await.unwrap_err().code,
+        ErrorCode::RateLimited
+    );
+    assert_eq!(fake.requests().len(), 1);
+
+    // With one, a short wait is waited out once.
+    let fake = body_limited(1, 1, None);
+    let hinted = client(fake.base_url(), key_auth()).with_wait_hint(wait_seconds);
+    assert!(hinted.get(&["ok"], &[]).await.is_ok());
+    assert_eq!(fake.requests().len(), 2, "retried once");
+
+    // A long wait is not waited for; a second 429 is not retried again.
+    let fake = body_limited(1, 60, None);
+    let hinted = client(fake.base_url(), key_auth()).with_wait_hint(wait_seconds);
+    assert_eq!(
+        hinted.get(&["ok"], &[]).await.unwrap_err().code,
+        ErrorCode::RateLimited
+    );
+    assert_eq!(fake.requests().len(), 1);
+    let fake = body_limited(2, 1, None);
+    let hinted = client(fake.base_url(), key_auth()).with_wait_hint(wait_seconds);
+    assert_eq!(
+        hinted.get(&["ok"], &[]).await.unwrap_err().code,
+        ErrorCode::RateLimited
+    );
+    assert_eq!(fake.requests().len(), 2, "one retry at most");
+
+    // The header wins over the body: a long Retry-After is not overridden by a short body wait.
+    let fake = body_limited(1, 1, Some("60"));
+    let hinted = client(fake.base_url(), key_auth()).with_wait_hint(wait_seconds);
+    assert_eq!(
+        hinted.get(&["ok"], &[]).await.unwrap_err().code,
+        ErrorCode::RateLimited
+    );
+    assert_eq!(fake.requests().len(), 1);
+}
+
 /// Counts how often the 401 hook runs.
 #[derive(Debug, Default)]
 struct CountingAuth {

@@ -10,8 +10,12 @@
 //! - [`asc`]: a verifying App Store Connect fake (ES256 JWTs checked with the public key on
 //!   every request, JSON:API shapes and paging), a seeded demo data set and throwaway `.p8`
 //!   keys.
+//! - [`discourse`]: a verifying Discourse fake (`Api-Key` / `Api-Username` on every request,
+//!   topic lists, topic views and post streams, search, categories, replies with Discourse's
+//!   refusals and rate limits), with a demo forum holding hostile posts and a private message.
 
 pub mod asc;
+pub mod discourse;
 pub mod http;
 pub mod upstream;
 

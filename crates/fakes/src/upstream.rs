@@ -63,5 +63,11 @@ pub fn start_demo_upstreams() -> Result<Vec<Box<dyn Upstream>>, StartFailed> {
             reason: e.to_string(),
         })?
         .in_scope(&crate::asc::DEMO_SCOPE);
-    Ok(vec![Box::new(asc)])
+    let discourse = crate::discourse::FakeDiscourse::start(crate::discourse::demo_seed())
+        .map_err(|e| StartFailed {
+            upstream: "discourse",
+            reason: e.to_string(),
+        })?
+        .in_scope(&crate::discourse::DEMO_CATEGORY_SCOPE);
+    Ok(vec![Box::new(asc), Box::new(discourse)])
 }

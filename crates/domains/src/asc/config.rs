@@ -109,7 +109,7 @@ impl AscConfig {
 }
 
 /// `CARE_LOCALES`, or the default list; `None` after recording a problem.
-fn read_locales(r: &mut EnvReader<'_>) -> Option<Vec<String>> {
+pub(crate) fn read_locales(r: &mut EnvReader<'_>) -> Option<Vec<String>> {
     if r.optional("CARE_LOCALES").is_none() {
         return Some(
             locale::DEFAULT_LOCALES

@@ -15,7 +15,7 @@ use care_core::pipeline::WritePermit;
 
 use super::auth::Auth;
 use super::limits::Limits;
-use super::status::{VendorCode, code_of, retry_after};
+use super::status::{VendorCode, WaitHint, code_of, retry_after};
 
 /// Why a client could not be built at start.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +48,7 @@ pub struct HttpClient {
     limits: Limits,
     auth: Box<dyn Auth>,
     vendor_code: VendorCode,
+    wait_hint: Option<WaitHint>,
 }
 
 fn unavailable(detail: String) -> ToolError {
@@ -78,7 +79,15 @@ impl HttpClient {
             limits: spec.limits,
             auth: Box::new(spec.auth),
             vendor_code: spec.vendor_code,
+            wait_hint: None,
         })
+    }
+
+    /// Also reads how long to wait out a 429 from its body when it has no `Retry-After`
+    /// header (Discourse's `extras.wait_seconds`); the same bound and single retry apply.
+    pub fn with_wait_hint(mut self, hint: WaitHint) -> Self {
+        self.wait_hint = Some(hint);
+        self
     }
 
     pub fn limits(&self) -> &Limits {
@@ -160,8 +169,11 @@ impl HttpClient {
                 unavailable(format!("{what}: {kind}"))
             })?;
             let status = response.status();
-            if status == StatusCode::TOO_MANY_REQUESTS
-                && !retried
+            let limited = status == StatusCode::TOO_MANY_REQUESTS && !retried;
+            let has_header = response
+                .headers()
+                .contains_key(reqwest::header::RETRY_AFTER);
+            if limited
                 && let Some(wait) = retry_after(response.headers(), self.limits.max_retry_after)
             {
                 retried = true;
@@ -171,6 +183,19 @@ impl HttpClient {
             let bytes = read_bounded(response, self.limits.max_body_bytes)
                 .await
                 .map_err(|reason| unavailable(format!("{what}: {reason}")))?;
+            // The header wins when present; without it, the body may say how long to wait.
+            if limited
+                && !has_header
+                && let Some(wait) = self
+                    .wait_hint
+                    .and_then(|hint| hint(&bytes))
+                    .map(std::time::Duration::from_secs)
+                    .filter(|wait| *wait <= self.limits.max_retry_after)
+            {
+                retried = true;
+                tokio::time::sleep(wait).await;
+                continue;
+            }
             if status.is_success() {
                 if bytes.is_empty() {
                     return Ok(Value::Null);

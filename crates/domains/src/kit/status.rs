@@ -34,6 +34,10 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap, max: Duration) -> Optio
 /// `errors[0].code`), for stderr only. `None` for anything else.
 pub type VendorCode = fn(&[u8]) -> Option<String>;
 
+/// Reads how many seconds a 429's body asks the client to wait (e.g. Discourse's
+/// `extras.wait_seconds`), for upstreams that say it there rather than in `Retry-After`.
+pub type WaitHint = fn(&[u8]) -> Option<u64>;
+
 /// Keeps a vendor code only when it looks like one (upper-case letters, digits, `_` and `.`,
 /// at most 64): nothing else of an upstream body ever reaches even a log line.
 pub fn code_shaped(code: &str) -> Option<String> {
