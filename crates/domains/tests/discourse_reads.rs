@@ -28,7 +28,7 @@ fn topic_ids(data: &Value) -> Vec<u64> {
         .collect()
 }
 
-fn topic<'a>(data: &'a Value, id: u64) -> &'a Value {
+fn topic(data: &Value, id: u64) -> &Value {
     data["topics"]
         .as_array()
         .unwrap()

@@ -143,6 +143,12 @@ async fn closed_archived_private_and_out_of_scope_topics_are_refused_before_appr
 #[tokio::test]
 async fn an_approved_reply_is_posted_once_with_exactly_the_approved_text() {
     let h = harness(live()).await;
+    // Reading the topic opens its forum ticket: it waits for the company.
+    h.ok("discourse_topic_get", json!({"topic_id": TOPIC_UNANSWERED}))
+        .await;
+    let sla = h.ok("sla_status", json!({"channel": "forum"})).await;
+    assert_eq!(sla["channels"][0]["awaiting"], 1, "{sla}");
+    h.fake.clear_requests();
     let args = reply(TOPIC_UNANSWERED, Some(1), EN_BODY, "en-US");
     let (id, requested) = h.request_approval(args.clone()).await;
     assert_eq!(requested["status"], "pending");
@@ -244,8 +250,8 @@ async fn an_approved_reply_is_posted_once_with_exactly_the_approved_text() {
         ApprovalStatus::Consumed
     );
 
-    // The reply is the company's answer: the topic no longer waits in sla_status, and the
-    // topic reads as answered.
+    // The reply is the company's answer: the topic's ticket is closed, and the topic reads as
+    // answered.
     let sla = h.ok("sla_status", json!({"channel": "forum"})).await;
     assert_eq!(sla["channels"][0]["awaiting"], 0, "{sla}");
     let topic = h

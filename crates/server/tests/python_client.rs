@@ -42,7 +42,7 @@ fn python_sdk_validates_every_result_against_the_output_schema() {
     );
     // The script ran to its end: the failures were validated and the wrong envelopes refused.
     for line in [
-        "reviews: 14 tools, each with an outputSchema",
+        "reviews: 15 tools, each with an outputSchema",
         "approval_status: ok=False NOT_FOUND validated",
         "hand-made wrong envelopes refused",
     ] {

@@ -1,6 +1,6 @@
 //! `care-mcp sandbox`: the whole product on one machine with no accounts. Starts, on loopback,
 //! an in-process Nostr relay with an approval channel and every upstream fake of `care_fakes`
-//! (the verifying App Store Connect fake so far), generates throwaway keys (server, approver,
+//! (App Store Connect and Discourse so far), generates throwaway keys (server, approver,
 //! the fakes' own) in a sandbox directory, uses the embedded SQLite ledger there, and writes an
 //! MCP client configuration with one entry per role.
 //!

@@ -3,6 +3,7 @@
 //! sandbox approver over the relay, and replies once; the Discourse fake received exactly the
 //! approved text, and a replay is refused.
 
+use care_core::display::escape_line;
 use care_fakes::discourse::{FakeDiscourse, TOPIC_HOSTILE, TOPIC_UNANSWERED};
 use serde_json::{Value, json};
 
@@ -112,6 +113,14 @@ pub(super) async fn run(
             && received[0].reply_to_post_number == Some(1),
         "the Discourse fake received exactly the approved text, in reply to post #1, once",
     );
+    for post in &received {
+        steps.note(&format!(
+            "        received in topic {} as post #{}: {}",
+            post.topic_id,
+            post.post_number,
+            escape_line(&post.raw).text
+        ));
+    }
     let replay = community.call("discourse_post_reply", call).await?;
     steps.check(
         code(&replay) == "APPROVAL_CONSUMED",
@@ -123,7 +132,7 @@ pub(super) async fn run(
     steps.check(
         sla["ok"] == true,
         &format!(
-            "sla_status: {} forum topics still await the company",
+            "sla_status reads the forum (topics awaiting the company: {})",
             sla["data"]["channels"][0]["awaiting"]
         ),
     );
