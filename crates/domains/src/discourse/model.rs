@@ -301,7 +301,7 @@ pub fn search_page_from(doc: &Value) -> SearchPage {
     }
 }
 
-/// What the model reads of a category; `name` of the parent is not repeated.
+/// What the model reads of a category (its parent by id).
 pub fn category_json(c: &Category) -> Value {
     json!({
         "category_id": c.id,
