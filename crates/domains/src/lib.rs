@@ -5,6 +5,7 @@
 //! # Layout
 //! - [`kit`]: the upstream kit (HTTP client with limits and permits, deadline, auth).
 //! - [`asc`]: App Store Connect (reviews, ratings and the gated review reply).
+//! - [`cluster`]: Kubernetes (namespace-scoped status and the gated workload restart).
 //!
 //! # Adding a domain
 //! A new domain is a module here, one row in [`DOMAINS`], and its fake in `care-fakes`:
@@ -24,6 +25,7 @@
 //! the permit. The catalog row already exists in `care_core::catalog`.
 
 pub mod asc;
+pub mod cluster;
 pub mod kit;
 
 use care_core::catalog::{self, Domain};
@@ -38,10 +40,16 @@ pub struct DomainEntry {
 }
 
 /// Every implemented upstream domain. Startup walks this list for the role being served.
-pub const DOMAINS: &[DomainEntry] = &[DomainEntry {
-    domain: Domain::AppStoreConnect,
-    register: asc::register,
-}];
+pub const DOMAINS: &[DomainEntry] = &[
+    DomainEntry {
+        domain: Domain::AppStoreConnect,
+        register: asc::register,
+    },
+    DomainEntry {
+        domain: Domain::Kubernetes,
+        register: cluster::register,
+    },
+];
 
 /// Registers every domain the role holds a tool of (no other domain is constructed: no
 /// client, no credentials read). Problems go to `env`.

@@ -10,9 +10,13 @@
 //! - [`asc`]: a verifying App Store Connect fake (ES256 JWTs checked with the public key on
 //!   every request, JSON:API shapes and paging), a seeded demo data set and throwaway `.p8`
 //!   keys.
+//! - [`kubernetes`]: a fake Kubernetes API server for the real `kube::Client`: the namespaced
+//!   RBAC of `deploy/`, `Status` errors, the restart patch with `dryRun=All`, and every request
+//!   for a Secret or ConfigMap kept against the client.
 
 pub mod asc;
 pub mod http;
+pub mod kubernetes;
 pub mod upstream;
 
 pub use upstream::{ReceivedWrite, StartFailed, Upstream, start_demo_upstreams};

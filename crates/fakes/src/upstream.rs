@@ -63,5 +63,8 @@ pub fn start_demo_upstreams() -> Result<Vec<Box<dyn Upstream>>, StartFailed> {
             reason: e.to_string(),
         })?
         .in_scope(&crate::asc::DEMO_SCOPE);
-    Ok(vec![Box::new(asc)])
+    Ok(vec![
+        Box::new(asc),
+        Box::new(crate::kubernetes::start_demo()?),
+    ])
 }

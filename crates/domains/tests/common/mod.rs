@@ -78,11 +78,12 @@ pub async fn harness(options: Options) -> Harness {
     let ledger = care_ledger::connect(Some(&url), std::path::Path::new("/nonexistent"))
         .await
         .unwrap();
-    // The registration the server does: every domain the role needs, from this environment.
     let mut reader = EnvReader::new(&env);
     let core_config = Arc::new(Config::read(&mut reader));
     let mut registrar = Registrar::new(options.role, TicketPort::new(Arc::clone(&ledger)));
-    care_domains::register_domains(&mut registrar, &mut reader);
+    // App Store Connect alone: the other domains a role holds (the lead's cluster tools) have
+    // their own suites, and every role's whole registration is tested over stdio (care-mcp).
+    care_domains::asc::register(&mut registrar, &mut reader);
     reader.finish().unwrap();
     let mut secrets: Vec<String> = core_config
         .own_secrets()

@@ -1,6 +1,8 @@
 //! `care-mcp sandbox --demo`: a scripted walk-through as a real MCP client over stdio. Every
 //! step states what it expects; the demo exits 0 only if every step did what it should.
 
+mod cluster;
+
 use std::time::Duration;
 
 use care_core::catalog::{self, Role};
@@ -269,6 +271,8 @@ pub async fn run(
     );
     reviews.close().await;
 
+    cluster::run(world, &mut steps).await?;
+
     steps.note("\n5. The evidence re-verifies offline");
     let mut verify = world.command();
     verify
@@ -317,7 +321,12 @@ pub async fn run(
             &row.args_digest[..12.min(row.args_digest.len())],
         ));
     }
-    let leaked = audit
+    // Every row of the walk-through, not only the ones shown (later steps push the reply's
+    // rows out of the last twelve).
+    let leaked = ledger
+        .recent_audit(1_000)
+        .await
+        .map_err(|e| StartError(format!("ledger: {e}")))?
         .iter()
         .any(|r| format!("{r:?}").contains("Dark mode is planned"));
     steps.check(
