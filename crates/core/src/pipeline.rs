@@ -1,6 +1,7 @@
-//! The one path an external write can take: validate, plan, outbound scan, dry-run switch,
-//! audit (fail closed), confirm the decision on the approval channel, verify-and-consume,
-//! apply, record the outcome.
+//! The one path an external write can take: validate, plan, outbound scan, dry-run switch
+//! (a dry run may ask the upstream to check the write itself), the tool's own switch, audit
+//! (fail closed), confirm the decision on the approval channel, verify-and-consume, apply,
+//! record the outcome.
 //!
 //! A domain write tool supplies `plan` and `apply`. `apply` needs a [`WritePermit`], which only
 //! this module can construct, and only after the approval row was consumed for this exact call.
@@ -77,6 +78,23 @@ pub trait ExternalWriteTool: Send + Sync + 'static {
         permit: WritePermit<'_>,
         payload: Self::Payload,
     ) -> impl Future<Output = Result<Value, ToolError>> + Send;
+
+    /// This tool's own switch besides `CARE_WRITE_ENABLED` (e.g. `CARE_CLUSTER_WRITE`). Off, a
+    /// call that would send answers WRITE_DISABLED before any approval is looked up or
+    /// consumed; dry runs and approval requests still plan. No second switch by default.
+    fn writes_allowed(&self) -> bool {
+        true
+    }
+
+    /// The upstream's own check of the write without performing it (e.g. Kubernetes'
+    /// `dryRun=All`), made in dry runs only; its answer is shown as `upstream_dry_run`, and its
+    /// refusal is the dry run's answer. None by default.
+    fn preview(
+        &self,
+        _payload: &Self::Payload,
+    ) -> impl Future<Output = Result<Option<Value>, ToolError>> + Send {
+        async { Ok(None) }
+    }
 }
 
 /// A checked plan without its payload: what `approval_request` stores and shows.
@@ -196,6 +214,9 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
                 true,
             );
         }
+        if !self.tool.writes_allowed() {
+            return reply(Err(ToolError::new(ErrorCode::WriteDisabled)), false);
+        }
 
         let Some(id) = approval_id.as_deref() else {
             return reply(Err(ToolError::new(ErrorCode::ApprovalRequired)), false);
@@ -276,6 +297,7 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
         arguments: &Map<String, Value>,
         approval_id: Option<&str>,
     ) -> Result<Value, ToolError> {
+        let upstream_dry_run = self.tool.preview(&checked.plan.payload).await?;
         let approval = match approval_id {
             None => Value::Null,
             Some(id) => match self.visible_row(ctx, id).await? {
@@ -306,12 +328,16 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
                 }
             },
         };
-        Ok(json!({
+        let mut answer = json!({
             "dry_run": true,
             "would_send": checked.plan.would_send,
             "payload_hash": checked.hash,
             "approval": approval,
-        }))
+        });
+        if let Some(preview) = upstream_dry_run {
+            answer["upstream_dry_run"] = preview;
+        }
+        Ok(answer)
     }
 
     async fn send(

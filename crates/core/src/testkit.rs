@@ -22,16 +22,36 @@ pub struct Sent {
     pub body: String,
 }
 
-/// Every send, and a switch that makes the next delivery fail.
+/// Every send, a switch that makes the next delivery fail, the tool's own write switch and
+/// the upstream dry runs (previews) it was asked for.
 #[derive(Debug, Default)]
 pub struct Recorder {
     sent: Mutex<Vec<Sent>>,
     fail_next: Mutex<bool>,
+    /// `ExternalWriteTool::writes_allowed` answers the opposite.
+    switched_off: Mutex<bool>,
+    previews: Mutex<Vec<String>>,
 }
 
 impl Recorder {
     pub fn sent(&self) -> Vec<Sent> {
         self.sent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Sets the tool's own write switch (on by default; off is like `CARE_CLUSTER_WRITE` unset).
+    pub fn set_writes_allowed(&self, allowed: bool) {
+        *self
+            .switched_off
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = !allowed;
+    }
+
+    /// The review ids the upstream was asked to dry-run, in order.
+    pub fn previews(&self) -> Vec<String> {
+        self.previews
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
@@ -116,5 +136,22 @@ impl ExternalWriteTool for RecordingWrite {
             return Err(ToolError::new(ErrorCode::UpstreamUnavailable).with_detail("fake outage"));
         }
         Ok(json!({"response_id": "resp-1"}))
+    }
+
+    fn writes_allowed(&self) -> bool {
+        !*self
+            .0
+            .switched_off
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn preview(&self, payload: &(String, String)) -> Result<Option<Value>, ToolError> {
+        self.0
+            .previews
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(payload.0.clone());
+        Ok(Some(json!({"accepted": true})))
     }
 }

@@ -6,6 +6,7 @@
 //! - [`kit`]: the upstream kit (HTTP client with limits and permits, deadline, auth).
 //! - [`asc`]: App Store Connect (reviews, ratings and the gated review reply).
 //! - [`discourse`]: the community forum (topics, search and the gated forum reply).
+//! - [`cluster`]: Kubernetes (namespace-scoped status and the gated workload restart).
 //!
 //! # Adding a domain
 //! A new domain is a module here, one row in [`DOMAINS`], and its fake in `care-fakes`:
@@ -25,6 +26,7 @@
 //! the permit. The catalog row already exists in `care_core::catalog`.
 
 pub mod asc;
+pub mod cluster;
 pub mod discourse;
 pub mod kit;
 
@@ -48,6 +50,10 @@ pub const DOMAINS: &[DomainEntry] = &[
     DomainEntry {
         domain: Domain::Discourse,
         register: discourse::register,
+    },
+    DomainEntry {
+        domain: Domain::Kubernetes,
+        register: cluster::register,
     },
 ];
 

@@ -13,10 +13,14 @@
 //! - [`discourse`]: a verifying Discourse fake (`Api-Key` / `Api-Username` on every request,
 //!   topic lists, topic views and post streams, search, categories, replies with Discourse's
 //!   refusals and rate limits), with a demo forum holding hostile posts and a private message.
+//! - [`kubernetes`]: a fake Kubernetes API server for the real `kube::Client`: the namespaced
+//!   RBAC of `deploy/`, `Status` errors, the restart patch with `dryRun=All`, and every request
+//!   for a Secret or ConfigMap kept against the client.
 
 pub mod asc;
 pub mod discourse;
 pub mod http;
+pub mod kubernetes;
 pub mod upstream;
 
 pub use upstream::{ReceivedWrite, StartFailed, Upstream, start_demo_upstreams};

@@ -69,5 +69,9 @@ pub fn start_demo_upstreams() -> Result<Vec<Box<dyn Upstream>>, StartFailed> {
             reason: e.to_string(),
         })?
         .in_scope(&crate::discourse::DEMO_CATEGORY_SCOPE);
-    Ok(vec![Box::new(asc), Box::new(discourse)])
+    Ok(vec![
+        Box::new(asc),
+        Box::new(discourse),
+        Box::new(crate::kubernetes::start_demo()?),
+    ])
 }

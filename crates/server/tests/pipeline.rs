@@ -238,6 +238,64 @@ both_backends!(
 );
 
 both_backends!(
+    the_tools_own_switch_refuses_live_writes_while_dry_runs_preview,
+    |backend| async move {
+        // Writes off: the dry run asks the upstream to check the write, and shows its answer;
+        // an approval request plans without asking.
+        let h = harness(backend, false, &[APPROVER_A]).await;
+        h.recorder.set_writes_allowed(false);
+        let data = h
+            .call("asc_review_reply", reply_args("Thanks!"))
+            .await
+            .unwrap();
+        assert_eq!(data["dry_run"], true);
+        assert_eq!(data["upstream_dry_run"], json!({"accepted": true}));
+        assert_eq!(h.recorder.previews(), ["rev-123"]);
+        h.request("Thanks!").await;
+        assert_eq!(h.recorder.previews().len(), 1);
+        assert!(h.sent().is_empty());
+
+        // Writes on, the tool's own switch off: WRITE_DISABLED before the approval is looked
+        // up or consumed, no intent on the audit trail, nothing sent.
+        let h = harness(backend, true, &[APPROVER_A]).await;
+        h.recorder.set_writes_allowed(false);
+        let id = h.request("Thanks!").await;
+        h.approve(&id, APPROVER_A).await.unwrap();
+        assert_eq!(
+            h.send("Thanks!", &id).await.unwrap_err().0,
+            "WRITE_DISABLED"
+        );
+        assert_eq!(
+            h.call("asc_review_reply", reply_args("Thanks!"))
+                .await
+                .unwrap_err()
+                .0,
+            "WRITE_DISABLED"
+        );
+        assert_eq!(h.status(&id).await, ApprovalStatus::Approved);
+        assert!(h.sent().is_empty());
+        h.gate.services().auditor.flush().await;
+        let audit = h.ledger.recent_audit(50).await.unwrap();
+        assert!(!audit.iter().any(|r| r.outcome == "intent"), "{audit:?}");
+        assert_eq!(
+            audit
+                .iter()
+                .filter(|r| r.error_code.as_deref() == Some("WRITE_DISABLED"))
+                .count(),
+            2
+        );
+
+        // Switched on, the same approval sends once; a live write never previews.
+        h.recorder.set_writes_allowed(true);
+        let data = h.send("Thanks!", &id).await.unwrap();
+        assert_eq!(data["dry_run"], false);
+        assert!(data.get("upstream_dry_run").is_none());
+        assert_eq!(h.sent().len(), 1);
+        assert!(h.recorder.previews().is_empty());
+    }
+);
+
+both_backends!(
     approved_write_is_sent_once_with_the_approved_body,
     |backend| async move {
         let h = harness(backend, true, &[APPROVER_A]).await;

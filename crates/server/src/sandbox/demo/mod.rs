@@ -1,6 +1,7 @@
 //! `care-mcp sandbox --demo`: a scripted walk-through as a real MCP client over stdio. Every
 //! step states what it expects; the demo exits 0 only if every step did what it should.
 
+mod cluster;
 mod forum;
 
 use std::time::Duration;
@@ -272,8 +273,9 @@ pub async fn run(
     reviews.close().await;
 
     forum::run(world, &mut steps, 5).await?;
+    cluster::run(world, &mut steps, 6).await?;
 
-    steps.note("\n6. The evidence re-verifies offline");
+    steps.note("\n7. The evidence re-verifies offline");
     let mut verify = world.command();
     verify
         .args(["approvals", "verify", &approval_id])
@@ -284,7 +286,7 @@ pub async fn run(
         "care-mcp approvals verify: the signed reaction checks out",
     );
 
-    steps.note("\n7. The ledger and the audit trail");
+    steps.note("\n8. The ledger and the audit trail");
     let ledger = care_ledger::connect(
         world.env.get("DATABASE_URL").map(String::as_str),
         &world.dir.join("ledger.db"),
@@ -321,10 +323,17 @@ pub async fn run(
             &row.args_digest[..12.min(row.args_digest.len())],
         ));
     }
-    let leaked = audit.iter().any(|r| {
-        format!("{r:?}").contains("Dark mode is planned")
-            || format!("{r:?}").contains("restores the reminders")
-    });
+    // Every row of the walk-through, not only the ones shown (later steps push the reply's
+    // rows out of the last twelve).
+    let leaked = ledger
+        .recent_audit(1_000)
+        .await
+        .map_err(|e| StartError(format!("ledger: {e}")))?
+        .iter()
+        .any(|r| {
+            format!("{r:?}").contains("Dark mode is planned")
+                || format!("{r:?}").contains("restores the reminders")
+        });
     steps.check(
         !audit.is_empty() && !leaked,
         "audit rows carry digests, never the reply text",
