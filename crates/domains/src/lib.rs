@@ -5,6 +5,8 @@
 //! # Layout
 //! - [`kit`]: the upstream kit (HTTP client with limits and permits, deadline, auth).
 //! - [`asc`]: App Store Connect (reviews, ratings and the gated review reply).
+//! - [`mail`]: the support mailbox (IMAP reads, the gated SMTP send).
+//! - [`locale`]: the locale gate the domains' replies share.
 //!
 //! # Adding a domain
 //! A new domain is a module here, one row in [`DOMAINS`], and its fake in `care-fakes`:
@@ -25,6 +27,8 @@
 
 pub mod asc;
 pub mod kit;
+pub mod locale;
+pub mod mail;
 
 use care_core::catalog::{self, Domain};
 use care_core::env::EnvReader;
@@ -38,10 +42,16 @@ pub struct DomainEntry {
 }
 
 /// Every implemented upstream domain. Startup walks this list for the role being served.
-pub const DOMAINS: &[DomainEntry] = &[DomainEntry {
-    domain: Domain::AppStoreConnect,
-    register: asc::register,
-}];
+pub const DOMAINS: &[DomainEntry] = &[
+    DomainEntry {
+        domain: Domain::AppStoreConnect,
+        register: asc::register,
+    },
+    DomainEntry {
+        domain: Domain::Mailbox,
+        register: mail::register,
+    },
+];
 
 /// Registers every domain the role holds a tool of (no other domain is constructed: no
 /// client, no credentials read). Problems go to `env`.

@@ -10,9 +10,12 @@
 //! - [`asc`]: a verifying App Store Connect fake (ES256 JWTs checked with the public key on
 //!   every request, JSON:API shapes and paging), a seeded demo data set and throwaway `.p8`
 //!   keys.
+//! - [`mail`]: an IMAP and SMTP fake (imap-codec and mailin parse the protocols) with one store
+//!   behind both, seeded with a support inbox (some of it hostile).
 
 pub mod asc;
 pub mod http;
+pub mod mail;
 pub mod upstream;
 
 pub use upstream::{ReceivedWrite, StartFailed, Upstream, start_demo_upstreams};
