@@ -323,8 +323,9 @@ impl ImapClient {
             Box::pin(async move {
                 match s.append(&mailbox, Some("(\\Seen)"), None, &raw).await {
                     Ok(()) => Ok(()),
-                    Err(async_imap::error::Error::No(_)) => {
-                        // Typically `NO [TRYCREATE]`: the Sent mailbox does not exist yet.
+                    // `NO [TRYCREATE]` (as the answer, or instead of the literal's go-ahead: then
+                    // async-imap says Append): the Sent mailbox does not exist yet.
+                    Err(async_imap::error::Error::No(_) | async_imap::error::Error::Append) => {
                         s.create(&mailbox).await?;
                         s.append(&mailbox, Some("(\\Seen)"), None, &raw).await?;
                         Ok(())

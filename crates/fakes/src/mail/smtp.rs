@@ -92,21 +92,25 @@ pub async fn serve(stream: TcpStream, store: Arc<Store>, password: String) {
     let ip = stream
         .peer_addr()
         .map_or(IpAddr::from([127, 0, 0, 1]), |a| a.ip());
-    let handler = Delivery {
-        store,
-        password,
-        login: None,
-        from: String::new(),
-        recipients: Vec::new(),
-        data: Vec::new(),
+    let new_session = || {
+        let handler = Delivery {
+            store: Arc::clone(&store),
+            password: password.clone(),
+            login: None,
+            from: String::new(),
+            recipients: Vec::new(),
+            data: Vec::new(),
+        };
+        let mut builder = SessionBuilder::new("care-mcp-fake");
+        builder
+            .enable_auth(AuthMechanism::Plain)
+            .enable_auth(AuthMechanism::Login)
+            // Loopback only: the fake never listens elsewhere.
+            .insecure_enable_plaintext_auth();
+        builder.build(ip, handler)
     };
-    let mut builder = SessionBuilder::new("care-mcp-fake");
-    builder
-        .enable_auth(AuthMechanism::Plain)
-        .enable_auth(AuthMechanism::Login)
-        // Loopback only: the fake never listens elsewhere.
-        .insecure_enable_plaintext_auth();
-    let mut session = builder.build(ip, handler);
+    let mut session = new_session();
+    let mut in_data = false;
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     if let Ok(greeting) = session.greeting().buffer()
@@ -126,6 +130,17 @@ pub async fn serve(stream: TcpStream, store: Arc<Store>, password: String) {
             Ok(_) => {}
         }
         let response = session.process(&line);
+        let ends_data = in_data && (line == b".\r\n" || line == b".\n");
+        if response.code == 354 {
+            in_data = true;
+        } else if ends_data {
+            in_data = false;
+            if response.is_error {
+                // The transaction is over (RFC 5321 4.1.1.4) but mailin stays in DATA after a
+                // refusal: start over, so the client's next command (QUIT, RSET) is a command.
+                session = new_session();
+            }
+        }
         match response.action {
             Action::NoReply => continue,
             Action::Close => {
