@@ -54,17 +54,37 @@ impl MailContext {
             .await?;
         // Newest last: a message delivered twice is read from its latest copy.
         let uids: Vec<u32> = uids.into_iter().rev().take(20).collect();
-        let summaries = self.imap.summaries(mailbox, &uids).await?;
-        summaries
+        let candidates: Vec<(Envelope, Summary)> = self
+            .imap
+            .summaries(mailbox, &uids)
+            .await?
             .into_iter()
             .map(|s| (model::envelope(&s), s))
-            .find(|(e, _)| e.message_id.as_deref() == Some(message_id))
-            .map(|(envelope, summary)| Found {
-                mailbox: mailbox.to_owned(),
-                summary,
-                envelope,
-            })
-            .ok_or_else(|| ToolError::new(ErrorCode::NotFound))
+            .collect();
+        let exact = candidates
+            .iter()
+            .position(|(e, _)| e.message_id.as_deref() == Some(message_id));
+        // A header cut at its bound (a 1 MB subject before the Message-ID) hides the id from
+        // us: then the server's match on `<id>` is the only witness, if it names one message.
+        let unread: Vec<usize> = candidates
+            .iter()
+            .enumerate()
+            .filter(|(_, (e, _))| e.message_id.is_none())
+            .map(|(i, _)| i)
+            .collect();
+        let chosen = exact.or(match unread.as_slice() {
+            [only] => Some(*only),
+            _ => None,
+        });
+        let (mut envelope, summary) = chosen
+            .and_then(|i| candidates.into_iter().nth(i))
+            .ok_or_else(|| ToolError::new(ErrorCode::NotFound))?;
+        envelope.message_id = Some(message_id.to_owned());
+        Ok(Found {
+            mailbox: mailbox.to_owned(),
+            summary,
+            envelope,
+        })
     }
 
     /// The message with `uid` in `mailbox`; NOT_FOUND when none.

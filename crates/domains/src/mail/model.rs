@@ -86,7 +86,12 @@ fn ids(value: &HeaderValue<'_>) -> Vec<String> {
 
 /// The envelope of a listed message.
 pub fn envelope(summary: &Summary) -> Envelope {
-    let parsed = MessageParser::default().parse_headers(&summary.header[..]);
+    // A header cut at its bound ends mid-line: end it, so the cut field is still read.
+    let mut header = summary.header.clone();
+    if !header.ends_with(b"\r\n\r\n") {
+        header.extend_from_slice(b"\r\n\r\n");
+    }
+    let parsed = MessageParser::default().parse_headers(&header[..]);
     let mut out = Envelope {
         uid: summary.uid,
         flags: summary.flags.clone(),

@@ -273,7 +273,7 @@ pub fn decode_words(value: &str) -> String {
             Some((decoded, after)) => {
                 let between = &rest[..start];
                 // Whitespace between two encoded words is not part of the text.
-                if !(between.trim().is_empty() && !out.is_empty()) {
+                if !between.trim().is_empty() || out.is_empty() {
                     out.push_str(between);
                 }
                 out.push_str(&decoded);

@@ -119,11 +119,12 @@ impl Store {
         };
         self.with_account(login, |a| {
             let key = mailbox_key(mailbox);
-            if a.mailboxes.contains_key(&key) {
-                false
-            } else {
-                a.mailboxes.insert(key, Mailbox::new(validity));
-                true
+            match a.mailboxes.entry(key) {
+                std::collections::btree_map::Entry::Occupied(_) => false,
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(Mailbox::new(validity));
+                    true
+                }
             }
         })
     }
