@@ -87,7 +87,10 @@ impl FakeMail {
             smtp.local_addr().map_err(MailFakeError::Listen)?
         );
         let store = Arc::new(Store::default());
-        for m in &seed.messages {
+        // Oldest first, so UIDs follow the dates as they would after real deliveries.
+        let mut messages: Vec<&SeedMessage> = seed.messages.iter().collect();
+        messages.sort_by_key(|m| m.received);
+        for m in messages {
             store.create(&seed.login, &m.mailbox);
             let flags: BTreeSet<String> = if m.seen {
                 BTreeSet::from(["\\Seen".to_owned()])

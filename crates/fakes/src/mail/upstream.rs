@@ -62,7 +62,10 @@ fn body_text(raw: &[u8], e: &super::mime::Entity) -> String {
         "quoted-printable" => quoted_printable(body),
         _ => body.to_vec(),
     };
-    String::from_utf8_lossy(&bytes).replace("\r\n", "\n")
+    String::from_utf8_lossy(&bytes)
+        .replace("\r\n", "\n")
+        .trim_end_matches('\n')
+        .to_owned()
 }
 
 fn quoted_printable(body: &[u8]) -> Vec<u8> {

@@ -8,6 +8,8 @@ use care_core::display::escape_line;
 use care_fakes::asc::{DEMO_APP_ID, FakeAsc};
 use serde_json::{Value, json};
 
+mod mail;
+
 use super::client::RoleClientSession;
 use super::world::SandboxWorld;
 use crate::startup::StartError;
@@ -269,7 +271,9 @@ pub async fn run(
     );
     reviews.close().await;
 
-    steps.note("\n5. The evidence re-verifies offline");
+    mail::run(world, &mut steps).await?;
+
+    steps.note("\n6. The evidence re-verifies offline");
     let mut verify = world.command();
     verify
         .args(["approvals", "verify", &approval_id])
@@ -280,7 +284,7 @@ pub async fn run(
         "care-mcp approvals verify: the signed reaction checks out",
     );
 
-    steps.note("\n6. The ledger and the audit trail");
+    steps.note("\n7. The ledger and the audit trail");
     let ledger = care_ledger::connect(
         world.env.get("DATABASE_URL").map(String::as_str),
         &world.dir.join("ledger.db"),
@@ -317,9 +321,10 @@ pub async fn run(
             &row.args_digest[..12.min(row.args_digest.len())],
         ));
     }
-    let leaked = audit
-        .iter()
-        .any(|r| format!("{r:?}").contains("Dark mode is planned"));
+    let leaked = audit.iter().any(|r| {
+        format!("{r:?}").contains("Dark mode is planned")
+            || format!("{r:?}").contains("Version 3.2.1")
+    });
     steps.check(
         !audit.is_empty() && !leaked,
         "audit rows carry digests, never the reply text",
