@@ -2,8 +2,6 @@
 //! dates, addresses, subject, text, header fields, UID and sequence sets, NOT/OR/AND), with
 //! case-insensitive substring matching on decoded header values, as Dovecot does.
 
-use std::num::NonZeroU32;
-
 use imap_codec::imap_types::search::SearchKey;
 use imap_codec::imap_types::sequence::{SeqOrUid, Sequence, SequenceSet};
 
@@ -103,9 +101,4 @@ pub fn matches(
         SearchKey::Smaller(n) => m.raw.len() < usize::try_from(*n).unwrap_or(0),
         _ => return Err(Unsupported),
     })
-}
-
-/// `NonZeroU32` of a count that is at least 1.
-pub fn nonzero(n: u32) -> NonZeroU32 {
-    NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN)
 }
