@@ -7,6 +7,8 @@
 //! - [`asc`]: App Store Connect (reviews, ratings and the gated review reply).
 //! - [`discourse`]: the community forum (topics, search and the gated forum reply).
 //! - [`cluster`]: Kubernetes (namespace-scoped status and the gated workload restart).
+//! - [`mail`]: the support mailbox (IMAP reads, the gated SMTP send).
+//! - [`locale`]: the locale gate the domains' replies share.
 //!
 //! # Adding a domain
 //! A new domain is a module here, one row in [`DOMAINS`], and its fake in `care-fakes`:
@@ -29,6 +31,8 @@ pub mod asc;
 pub mod cluster;
 pub mod discourse;
 pub mod kit;
+pub mod locale;
+pub mod mail;
 
 use care_core::catalog::{self, Domain};
 use care_core::env::EnvReader;
@@ -54,6 +58,10 @@ pub const DOMAINS: &[DomainEntry] = &[
     DomainEntry {
         domain: Domain::Kubernetes,
         register: cluster::register,
+    },
+    DomainEntry {
+        domain: Domain::Mailbox,
+        register: mail::register,
     },
 ];
 

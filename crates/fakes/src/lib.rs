@@ -16,11 +16,14 @@
 //! - [`kubernetes`]: a fake Kubernetes API server for the real `kube::Client`: the namespaced
 //!   RBAC of `deploy/`, `Status` errors, the restart patch with `dryRun=All`, and every request
 //!   for a Secret or ConfigMap kept against the client.
+//! - [`mail`]: an IMAP and SMTP fake (imap-codec and mailin parse the protocols) with one store
+//!   behind both, seeded with a support inbox (some of it hostile).
 
 pub mod asc;
 pub mod discourse;
 pub mod http;
 pub mod kubernetes;
+pub mod mail;
 pub mod upstream;
 
 pub use upstream::{ReceivedWrite, StartFailed, Upstream, start_demo_upstreams};

@@ -14,8 +14,19 @@ pub trait Upstream: Any + Send + Sync + std::fmt::Debug {
     /// What a person calls the upstream ("App Store Connect").
     fn title(&self) -> &'static str;
 
-    /// The HTTP fake: base URL, recorded requests, injected failures and delays.
-    fn server(&self) -> &FakeServer;
+    /// Where the fake listens, for a person: the HTTP fake's base URL, or the URLs of a fake
+    /// that speaks other protocols (space-separated).
+    fn address(&self) -> String {
+        self.server()
+            .map(|s| s.base_url().to_owned())
+            .unwrap_or_default()
+    }
+
+    /// The HTTP fake (base URL, recorded requests, injected failures and delays), when the
+    /// upstream speaks HTTP; `None` for the mail fake (IMAP and SMTP).
+    fn server(&self) -> Option<&FakeServer> {
+        None
+    }
 
     /// The `CARE_*` environment a role needs to use this fake. Writes the files the variables
     /// point at (key files) into `dir`, so call it once per directory and keep the result.
@@ -69,9 +80,14 @@ pub fn start_demo_upstreams() -> Result<Vec<Box<dyn Upstream>>, StartFailed> {
             reason: e.to_string(),
         })?
         .in_scope(&crate::discourse::DEMO_CATEGORY_SCOPE);
+    let mail = crate::mail::FakeMail::start(crate::mail::demo_seed()).map_err(|e| StartFailed {
+        upstream: "mail",
+        reason: e.to_string(),
+    })?;
     Ok(vec![
         Box::new(asc),
         Box::new(discourse),
+        Box::new(mail),
         Box::new(crate::kubernetes::start_demo()?),
     ])
 }

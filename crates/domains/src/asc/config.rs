@@ -10,11 +10,11 @@
 //! | `CARE_ASC_PRIVATE_KEY_FILE` | path of the `.p8` file (PKCS#8 PEM, P-256) | required |
 //! | `CARE_ASC_APP_IDS` | allowlist of app ids, comma or space separated | required |
 //! | `CARE_ASC_BASE_URL` | API root; `http://` only for loopback hosts | `https://api.appstoreconnect.apple.com` |
-//! | `CARE_LOCALES` | locales a reply may be written in | [`DEFAULT_LOCALES`](super::locale::DEFAULT_LOCALES) |
+//! | `CARE_LOCALES` | locales a reply may be written in | [`DEFAULT_LOCALES`](crate::locale::DEFAULT_LOCALES) |
 
 use care_core::env::{EnvReader, EnvSource, ExposeSecret, SecretString};
 
-use super::locale;
+use crate::locale;
 
 /// The public App Store Connect API.
 pub const DEFAULT_BASE_URL: &str = "https://api.appstoreconnect.apple.com";
@@ -75,7 +75,7 @@ impl AscConfig {
             ok = false;
         }
         let base_url = r.upstream_url("CARE_ASC_BASE_URL", Some(DEFAULT_BASE_URL));
-        let locales = read_locales(r);
+        let locales = locale::read(r);
 
         match (issuer_id, key_id, private_key, base_url, locales) {
             (Some(issuer_id), Some(key_id), Some(private_key), Some(base_url), Some(locales))
@@ -106,30 +106,6 @@ impl AscConfig {
     pub fn allows(&self, app_id: &str) -> bool {
         self.app_ids.iter().any(|a| a == app_id)
     }
-}
-
-/// `CARE_LOCALES`, or the default list; `None` after recording a problem.
-pub(crate) fn read_locales(r: &mut EnvReader<'_>) -> Option<Vec<String>> {
-    if r.optional("CARE_LOCALES").is_none() {
-        return Some(
-            locale::DEFAULT_LOCALES
-                .iter()
-                .map(|l| (*l).to_owned())
-                .collect(),
-        );
-    }
-    let listed = r.list("CARE_LOCALES", "a locale like en-US", locale::is_locale_tag);
-    let mut out: Vec<String> = Vec::new();
-    for item in listed {
-        if !out.iter().any(|l| l.eq_ignore_ascii_case(&item)) {
-            out.push(item);
-        }
-    }
-    if out.is_empty() {
-        r.problem("CARE_LOCALES names no locale");
-        return None;
-    }
-    Some(out)
 }
 
 /// 1..=max of `[A-Za-z0-9-]`.

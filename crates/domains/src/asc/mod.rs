@@ -6,7 +6,7 @@
 //! - [`client`]: the HTTP transport and its error mapping; [`api`]: the endpoints, typed.
 //! - [`model`]: JSON:API documents in, fenced JSON out.
 //! - [`context`]: what the tools share, and the scope rules (app allowlist, review → app).
-//! - [`locale`]: the locale gate of replies.
+//! - [`locale`]: the locale gate of replies (shared: `crate::locale`).
 //! - [`tools`]: the seven tools.
 //!
 //! [`register`] is the domain's one entry point (see `crate::DOMAINS`): the server calls it only
@@ -17,10 +17,12 @@ pub mod api;
 pub mod client;
 pub mod config;
 pub mod context;
-pub mod locale;
 pub mod model;
 pub mod token;
 pub mod tools;
+
+/// The locale gate, shared with the other domains that send replies.
+pub use crate::locale;
 
 use std::sync::Arc;
 

@@ -69,7 +69,7 @@ impl DiscourseConfig {
                 }
             });
         let category_ids = read_category_ids(r);
-        let locales = crate::asc::config::read_locales(r);
+        let locales = crate::locale::read(r);
 
         match (base_url, api_key, api_username, category_ids, locales) {
             (

@@ -16,8 +16,8 @@ impl Upstream for FakeAsc {
         "App Store Connect"
     }
 
-    fn server(&self) -> &FakeServer {
-        &self.server
+    fn server(&self) -> Option<&FakeServer> {
+        Some(&self.server)
     }
 
     /// `CARE_ASC_*` for the fake's scope, with the key written as `dir/AuthKey_<KEY_ID>.p8`.

@@ -16,8 +16,8 @@ impl Upstream for FakeDiscourse {
         "Discourse"
     }
 
-    fn server(&self) -> &FakeServer {
-        &self.server
+    fn server(&self) -> Option<&FakeServer> {
+        Some(&self.server)
     }
 
     /// `CARE_DISCOURSE_*` for the fake's scope, with the key written as `dir/discourse-api-key`.

@@ -26,8 +26,8 @@ impl Upstream for FakeKube {
         "Kubernetes"
     }
 
-    fn server(&self) -> &FakeServer {
-        &self.server
+    fn server(&self) -> Option<&FakeServer> {
+        Some(&self.server)
     }
 
     /// `CARE_KUBE_*` for the demo namespaces, the token written as `dir/kube-token`, and

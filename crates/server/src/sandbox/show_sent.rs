@@ -131,8 +131,8 @@ mod tests {
         fn title(&self) -> &'static str {
             "Scripted"
         }
-        fn server(&self) -> &care_fakes::http::FakeServer {
-            &self.server
+        fn server(&self) -> Option<&care_fakes::http::FakeServer> {
+            Some(&self.server)
         }
         fn role_env(&self, _dir: &Path) -> std::io::Result<Vec<(String, String)>> {
             Ok(Vec::new())

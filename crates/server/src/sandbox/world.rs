@@ -218,7 +218,7 @@ impl SandboxWorld {
             .iter()
             .map(|u| {
                 let label = format!("{} fake:", u.name());
-                format!("\n  {label:<18}{} ({})", u.server().base_url(), u.title())
+                format!("\n  {label:<18}{} ({})", u.address(), u.title())
             })
             .collect()
     }

@@ -3,6 +3,7 @@
 
 mod cluster;
 mod forum;
+mod mail;
 
 use std::time::Duration;
 
@@ -273,9 +274,10 @@ pub async fn run(
     reviews.close().await;
 
     forum::run(world, &mut steps, 5).await?;
-    cluster::run(world, &mut steps, 6).await?;
+    mail::run(world, &mut steps, 6).await?;
+    cluster::run(world, &mut steps, 7).await?;
 
-    steps.note("\n7. The evidence re-verifies offline");
+    steps.note("\n8. The evidence re-verifies offline");
     let mut verify = world.command();
     verify
         .args(["approvals", "verify", &approval_id])
@@ -286,7 +288,7 @@ pub async fn run(
         "care-mcp approvals verify: the signed reaction checks out",
     );
 
-    steps.note("\n8. The ledger and the audit trail");
+    steps.note("\n9. The ledger and the audit trail");
     let ledger = care_ledger::connect(
         world.env.get("DATABASE_URL").map(String::as_str),
         &world.dir.join("ledger.db"),
@@ -331,8 +333,10 @@ pub async fn run(
         .map_err(|e| StartError(format!("ledger: {e}")))?
         .iter()
         .any(|r| {
-            format!("{r:?}").contains("Dark mode is planned")
-                || format!("{r:?}").contains("restores the reminders")
+            let row = format!("{r:?}");
+            row.contains("Dark mode is planned")
+                || row.contains("restores the reminders")
+                || row.contains("Version 3.2.1")
         });
     steps.check(
         !audit.is_empty() && !leaked,

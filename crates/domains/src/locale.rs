@@ -1,5 +1,6 @@
-//! The locale gate of `asc_review_reply`: the locale must be allowed (`CARE_LOCALES`), and when
-//! language detection of the body is reliable, the detected language must be the locale's.
+//! The locale gate of the replies every domain sends (`asc_review_reply`, `mail_send`): the
+//! locale must be allowed (`CARE_LOCALES`), and when language detection of the body is
+//! reliable, the detected language must be the locale's.
 //!
 //! # Default locales (16)
 //!
@@ -14,6 +15,7 @@
 //! A configured locale whose language is not in [`expected_languages`] is checked against the
 //! allowlist only.
 
+use care_core::env::EnvReader;
 use care_core::error::{ErrorCode, ToolError};
 use whatlang::Lang;
 
@@ -102,6 +104,25 @@ pub fn check<'a>(allowed: &'a [String], locale: &str, body: &str) -> Result<&'a 
         ),
         _ => Ok(canonical),
     }
+}
+
+/// `CARE_LOCALES`, or the default list; `None` after recording a problem.
+pub fn read(r: &mut EnvReader<'_>) -> Option<Vec<String>> {
+    if r.optional("CARE_LOCALES").is_none() {
+        return Some(DEFAULT_LOCALES.iter().map(|l| (*l).to_owned()).collect());
+    }
+    let listed = r.list("CARE_LOCALES", "a locale like en-US", is_locale_tag);
+    let mut out: Vec<String> = Vec::new();
+    for item in listed {
+        if !out.iter().any(|l| l.eq_ignore_ascii_case(&item)) {
+            out.push(item);
+        }
+    }
+    if out.is_empty() {
+        r.problem("CARE_LOCALES names no locale");
+        return None;
+    }
+    Some(out)
 }
 
 #[cfg(test)]
