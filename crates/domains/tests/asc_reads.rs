@@ -533,7 +533,7 @@ async fn each_role_registers_exactly_its_asc_rows() {
                 matches!(
                     e.domain,
                     Domain::AppStoreConnect | Domain::Ledger | Domain::Approvals
-                ) || (e.domain == Domain::Mailbox && care_domains::is_implemented(e.domain))
+                )
             })
             .map(|e| e.name)
             .collect();

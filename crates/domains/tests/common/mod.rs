@@ -69,24 +69,6 @@ pub async fn harness(options: Options) -> Harness {
     if options.write_enabled {
         env.insert("CARE_WRITE_ENABLED".into(), "1".into());
     }
-    // The role's other domains need their settings to start (they connect only on use).
-    if care_core::catalog::role_needs(options.role, care_core::catalog::Domain::Mailbox) {
-        let password = key_dir.path().join("mail-password");
-        std::fs::write(&password, "sk-demo-mail-password-unused\n").unwrap();
-        std::fs::set_permissions(
-            &password,
-            std::os::unix::fs::PermissionsExt::from_mode(0o600),
-        )
-        .unwrap();
-        for (k, v) in [
-            ("CARE_IMAP_URL", "imap://127.0.0.1:9".to_owned()),
-            ("CARE_MAIL_USERNAME", "support@care.test".to_owned()),
-            ("CARE_MAIL_PASSWORD_FILE", password.display().to_string()),
-            ("CARE_MAIL_FROM", "support@care.test".to_owned()),
-        ] {
-            env.insert(k.into(), v);
-        }
-    }
     for (k, v) in options.extra_env {
         env.insert(k.to_owned(), v);
     }
