@@ -3,26 +3,20 @@
 //! seven tools plus the ledger tools behind a real `Gate`.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../support/in_process.rs"]
+pub mod in_process;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use care_core::approvals::{ApprovalPolicy, ApproverKey};
 use care_core::catalog::Role;
-use care_core::config::Config;
-use care_core::env::{EnvReader, ExposeSecret, MapEnv};
+use care_core::env::MapEnv;
 use care_core::gate::{Gate, GateAnswer};
-use care_core::ledger::{Decision, Ledger};
-use care_core::ledger_tools;
-use care_core::outbound::OutboundScanner;
-use care_core::registrar::{Registrar, TicketPort};
-use care_core::tool::{Registry, Services};
+use care_core::ledger::Ledger;
+use care_core::tool::Services;
 use care_domains::asc::AscConfig;
 use care_fakes::asc::{DEMO_APP_ID, DEMO_PRO_APP_ID, FakeAsc, Seed, demo_seed};
 use serde_json::{Map, Value, json};
-
-/// A throwaway approver key (no one's key).
-pub const APPROVER: &str = "1111111111111111111111111111111111111111111111111111111111111111";
-const SERVER: &str = "3333333333333333333333333333333333333333333333333333333333333333";
 
 pub struct Harness {
     pub fake: FakeAsc,
@@ -75,49 +69,18 @@ pub async fn harness(options: Options) -> Harness {
     let env = MapEnv(env);
     let config = AscConfig::from_env(&env).unwrap();
 
-    let ledger = care_ledger::connect(Some(&url), std::path::Path::new("/nonexistent"))
-        .await
-        .unwrap();
     // The registration the server does, through the App Store Connect row of `DOMAINS` only:
     // these tests are about this domain (a role's other domains have their own fakes and tests).
-    let mut reader = EnvReader::new(&env);
-    let core_config = Arc::new(Config::read(&mut reader));
-    let mut registrar = Registrar::new(options.role, TicketPort::new(Arc::clone(&ledger)));
     let asc = care_domains::DOMAINS
         .iter()
         .find(|d| d.domain == care_core::catalog::Domain::AppStoreConnect)
         .expect("App Store Connect is in DOMAINS");
-    (asc.register)(&mut registrar, &mut reader);
-    reader.finish().unwrap();
-    let mut secrets: Vec<String> = core_config
-        .own_secrets()
-        .iter()
-        .map(|s| s.expose_secret().to_owned())
-        .collect();
-    secrets.extend(registrar.secret_values());
-    let policy = ApprovalPolicy::new(
-        vec![ApproverKey::from_hex(APPROVER).unwrap()],
-        ApproverKey::from_hex(SERVER),
-        1,
-    );
-    let services = Arc::new(
-        Services::new(
-            core_config,
-            Arc::clone(&ledger),
-            b"sk-demo-audit-salt-asc-0001",
-        )
-        .with_policy(policy)
-        .with_scanner(OutboundScanner::new(secrets)),
-    );
-    let registered = registrar.finish(&services);
-    let mut handlers = registered.handlers;
-    handlers.extend(ledger_tools::all(&services, registered.planners));
-    let registry = Registry::new(options.role, handlers).unwrap();
+    let built = in_process::build(options.role, &env, |r, e| (asc.register)(r, e)).await;
     Harness {
         fake,
-        gate: Gate::new(registry, Arc::clone(&services)),
-        ledger,
-        services,
+        gate: built.gate,
+        ledger: built.ledger,
+        services: built.services,
         config,
         _dirs: (key_dir, db_dir),
     }
@@ -192,18 +155,7 @@ impl Harness {
     }
 
     pub async fn approve(&self, id: &str) {
-        let row = self.ledger.approval(id).await.unwrap().unwrap();
-        self.services
-            .policy
-            .decide(
-                self.ledger.as_ref(),
-                &row,
-                &ApproverKey::from_hex(APPROVER).unwrap(),
-                Decision::Approve,
-                "{\"evidence\":\"test\"}",
-            )
-            .await
-            .unwrap();
+        in_process::approve(&self.services, self.ledger.as_ref(), id).await;
     }
 
     /// Requests to the fake, as `METHOD path`.

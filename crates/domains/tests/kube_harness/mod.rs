@@ -5,27 +5,21 @@
 //! request touched a Secret or a ConfigMap or sent a body that did not decode.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../support/in_process.rs"]
+pub mod in_process;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use care_core::approvals::{ApprovalPolicy, ApproverKey};
 use care_core::catalog::Role;
-use care_core::config::Config;
-use care_core::env::{EnvReader, ExposeSecret, MapEnv};
+use care_core::env::MapEnv;
 use care_core::gate::{Gate, GateAnswer};
-use care_core::ledger::{Decision, Ledger};
-use care_core::ledger_tools;
-use care_core::outbound::OutboundScanner;
+use care_core::ledger::Ledger;
 use care_core::pipeline::{CheckedPlan, WritePlanner};
-use care_core::registrar::{Registrar, TicketPort};
-use care_core::tool::{CallContext, Registry, Services};
+use care_core::tool::{CallContext, Services};
 use care_fakes::kubernetes::{DEMO_NAMESPACES, FakeKube, RecordedRequest, demo_seed};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use serde_json::{Map, Value, json};
-
-/// A throwaway approver key (no one's key).
-pub const APPROVER: &str = "1111111111111111111111111111111111111111111111111111111111111111";
-const SERVER: &str = "3333333333333333333333333333333333333333333333333333333333333333";
 
 /// Decodes a request body into the k8s-openapi type of the resource it was sent to (the
 /// fake's [`care_fakes::kubernetes::BodyCheck`]).
@@ -90,46 +84,14 @@ pub async fn harness(options: Options) -> Harness {
         env.insert("CARE_CLUSTER_WRITE".into(), "1".into());
     }
     let env = MapEnv(env);
-    let ledger = care_ledger::connect(Some(&url), std::path::Path::new("/nonexistent"))
-        .await
-        .unwrap();
-    let mut reader = EnvReader::new(&env);
-    let core_config = Arc::new(Config::read(&mut reader));
-    let mut registrar = Registrar::new(options.role, TicketPort::new(Arc::clone(&ledger)));
     // The Kubernetes domain alone (the lead role's App Store Connect tools are not under test).
-    care_domains::cluster::register(&mut registrar, &mut reader);
-    reader.finish().unwrap();
-    let mut secrets: Vec<String> = core_config
-        .own_secrets()
-        .iter()
-        .map(|s| s.expose_secret().to_owned())
-        .collect();
-    secrets.extend(registrar.secret_values());
-    let policy = ApprovalPolicy::new(
-        vec![ApproverKey::from_hex(APPROVER).unwrap()],
-        ApproverKey::from_hex(SERVER),
-        1,
-    );
-    let services = Arc::new(
-        Services::new(
-            core_config,
-            Arc::clone(&ledger),
-            b"sk-demo-audit-salt-kube-0001",
-        )
-        .with_policy(policy)
-        .with_scanner(OutboundScanner::new(secrets)),
-    );
-    let registered = registrar.finish(&services);
-    let planners = registered.planners.clone();
-    let mut handlers = registered.handlers;
-    handlers.extend(ledger_tools::all(&services, registered.planners));
-    let registry = Registry::new(options.role, handlers).unwrap();
+    let built = in_process::build(options.role, &env, care_domains::cluster::register).await;
     Harness {
         fake,
-        gate: Gate::new(registry, Arc::clone(&services)),
-        ledger,
-        services,
-        planners,
+        gate: built.gate,
+        ledger: built.ledger,
+        services: built.services,
+        planners: built.planners,
         role: options.role,
         _dirs: (token_dir, db_dir),
     }
@@ -233,18 +195,7 @@ impl Harness {
     }
 
     pub async fn approve(&self, id: &str) {
-        let row = self.ledger.approval(id).await.unwrap().unwrap();
-        self.services
-            .policy
-            .decide(
-                self.ledger.as_ref(),
-                &row,
-                &ApproverKey::from_hex(APPROVER).unwrap(),
-                Decision::Approve,
-                "{\"evidence\":\"test\"}",
-            )
-            .await
-            .unwrap();
+        in_process::approve(&self.services, self.ledger.as_ref(), id).await;
     }
 
     /// Requests to the fake, as `METHOD path`.
