@@ -147,7 +147,7 @@ fn token(value: &str) -> String {
 }
 
 /// The text of one fetched part: transfer encoding and charset decoded by the MIME parser (a
-/// part header is rebuilt from what BODYSTRUCTURE said), HTML turned into text, CRLF as LF.
+/// part header is rebuilt from what BODYSTRUCTURE said), HTML turned into text, line breaks as LF.
 pub fn decode_part(raw: &[u8], leaf: &Leaf) -> String {
     let mut synthetic = format!(
         "Content-Type: {}; charset=\"{}\"\r\nContent-Transfer-Encoding: {}\r\n\r\n",
@@ -158,7 +158,7 @@ pub fn decode_part(raw: &[u8], leaf: &Leaf) -> String {
     .into_bytes();
     synthetic.extend_from_slice(raw);
     let Some(message) = MessageParser::default().parse(&synthetic[..]) else {
-        return String::from_utf8_lossy(raw).replace("\r\n", "\n");
+        return line_feeds(&String::from_utf8_lossy(raw));
     };
     let text = if leaf.mime == "text/html" {
         super::html::to_text(&message.body_html(0).unwrap_or_default())
@@ -169,16 +169,25 @@ pub fn decode_part(raw: &[u8], leaf: &Leaf) -> String {
             .unwrap_or_default()
     };
     // The final line break of a body is transport framing, not text.
-    text.replace("\r\n", "\n").trim_end_matches('\n').to_owned()
+    line_feeds(&text).trim_end_matches('\n').to_owned()
 }
 
-/// A file name as a person would read it: RFC 2047 encoded words decoded by the MIME parser.
+/// Line breaks as `\n`: CRLF, and a bare CR too (it would return the cursor and hide the text
+/// before it on a terminal; found by the `mime` fuzz target as a CR left before a CRLF).
+fn line_feeds(text: &str) -> String {
+    text.replace("\r\n", "\n").replace('\r', "\n")
+}
+
+/// A file name as a person would read it: RFC 2047 encoded words decoded by the MIME parser,
+/// on one line (a line break, raw or encoded, becomes a space: a name is one line in a listing).
 pub fn decode_words(raw: &str) -> String {
-    let header = format!("Subject: {}\r\n\r\n", raw.replace(['\r', '\n'], " "));
+    let one_line = raw.replace(['\r', '\n'], " ");
+    let header = format!("Subject: {one_line}\r\n\r\n");
     MessageParser::default()
         .parse_headers(header.as_bytes())
         .and_then(|m| m.subject().map(short))
-        .unwrap_or_else(|| short(raw))
+        .unwrap_or_else(|| short(&one_line))
+        .replace(['\r', '\n'], " ")
 }
 
 /// An attachment as listed: name, type and size only.
@@ -194,6 +203,33 @@ pub fn attachment_json(leaf: &Leaf) -> Value {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_name_stays_one_line() {
+        // Found by the `mime` fuzz target: a name with raw line breaks (an IMAP literal can
+        // carry them) came back with them when it held no encoded word.
+        assert_eq!(decode_words("\n\nz\n\nz"), "z  z");
+        // An encoded line break is a space too.
+        assert_eq!(decode_words("=?utf-8?q?a=0Ab.pdf?="), "a b.pdf");
+        assert_eq!(decode_words("=?utf-8?q?caf=C3=A9.pdf?="), "café.pdf");
+    }
+
+    #[test]
+    fn line_breaks_come_out_as_line_feeds() {
+        // Found by the `mime` fuzz target: a bare CR before a CRLF survived as CRLF.
+        let leaf = Leaf {
+            section: vec![1],
+            mime: "text/plain".into(),
+            charset: None,
+            encoding: "7bit".into(),
+            size: 0,
+            name: None,
+            attachment: false,
+        };
+        let text = decode_part(b"one\r\r\ntwo\rthree\r\n", &leaf);
+        assert!(!text.contains('\r'), "{text:?}");
+        assert_eq!(text.matches('\n').count(), 3, "{text:?}");
+    }
 
     fn summary(header: &str) -> Summary {
         Summary {
