@@ -194,6 +194,32 @@ fn wrapper_finds_the_binary_beside_it() {
     assert_eq!(finished.code(), Some(0), "{}", finished.stderr);
 }
 
+/// The image's layout (no shell there): `care-mcp-<role>` is a symbolic link to the binary,
+/// which serves the role its name says and ignores the arguments, as the script does.
+#[test]
+fn a_link_named_after_a_role_serves_that_role() {
+    let sandbox = Sandbox::in_target();
+    let bin_dir = sandbox.path().join("bin");
+    std::fs::create_dir(&bin_dir).unwrap();
+    for role in [Role::Reviews, Role::Ops] {
+        let link = bin_dir.join(format!("care-mcp-{role}"));
+        std::os::unix::fs::symlink(binary(), &link).unwrap();
+        let mut cmd = sandbox.command_for(&link);
+        cmd.current_dir("/").args(["--role", "lead", "tools"]);
+        let mut session = Session::start(cmd);
+        assert_eq!(session.tool_names(), expected_names(role), "{role}");
+        let finished = session.finish();
+        assert_eq!(finished.code(), Some(0), "{role}: {}", finished.stderr);
+        finished.assert_stdout_is_protocol();
+    }
+    let unknown = bin_dir.join("care-mcp-nobody");
+    std::os::unix::fs::symlink(binary(), &unknown).unwrap();
+    let mut cmd = sandbox.command_for(&unknown);
+    let finished = run_once(&mut cmd, Some(INITIALIZE));
+    assert_eq!(finished.code(), Some(2), "{finished:?}");
+    assert!(finished.stdout_lines.is_empty(), "{finished:?}");
+}
+
 #[test]
 fn wrapper_without_a_binary_fails_on_stderr() {
     let sandbox = Sandbox::new();
