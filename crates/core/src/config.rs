@@ -204,7 +204,9 @@ fn default_state_dir(r: &mut EnvReader<'_>) -> PathBuf {
 /// so the URL itself can live in a ConfigMap and only the password in a Secret.
 fn with_password_file(r: &mut EnvReader<'_>, url: Option<String>) -> Option<String> {
     const NAME: &str = "CARE_DATABASE_PASSWORD_FILE";
-    let password = r.secret_file(NAME, None)?;
+    let Some(password) = r.secret_file(NAME, None) else {
+        return url;
+    };
     let password = password.expose_secret().trim_end_matches(['\n', '\r']);
     let Some(text) = url else {
         r.problem(format!("{NAME} is set without DATABASE_URL"));

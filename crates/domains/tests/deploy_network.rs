@@ -108,7 +108,7 @@ fn rule_problems(policy: &str, destination: &str, rule: &Value) -> Vec<String> {
         let number = port["port"].as_u64().unwrap_or(0);
         if !allowed.contains(&(protocol, number)) || !port["endPort"].is_null() {
             problems.push(format!(
-                "{policy}: {protocol}/{port} is not a port of {destination}"
+                "{policy}: {protocol}/{number} is not a port of {destination}"
             ));
         }
     }
