@@ -112,15 +112,24 @@ fn care_role_alone_selects_the_role() {
 /// A configuration the server refuses is a refused start too, and its values are not echoed.
 #[test]
 fn refused_configuration_exits_2_without_echoing_values() {
-    let cases: [(&str, &str); 4] = [
-        ("CARE_APPROVERS", "npub-sk-demo-cfg-leak-1"),
-        ("DATABASE_URL", "mysql://care:sk-demo-cfg-leak-2@db/care"),
-        ("CARE_CLIENT_ID", "sk-demo-cfg-leak-3 with spaces"),
-        ("CARE_NOSTR_SECRET_KEY", "nsec-sk-demo-cfg-leak-4"),
+    // The Nostr key is read only by the roles that request approvals (reviews here).
+    let cases: [(&str, &str, &str); 4] = [
+        ("lead", "CARE_APPROVERS", "npub-sk-demo-cfg-leak-1"),
+        (
+            "lead",
+            "DATABASE_URL",
+            "mysql://care:sk-demo-cfg-leak-2@db/care",
+        ),
+        ("lead", "CARE_CLIENT_ID", "sk-demo-cfg-leak-3 with spaces"),
+        (
+            "reviews",
+            "CARE_NOSTR_SECRET_KEY",
+            "nsec-sk-demo-cfg-leak-4",
+        ),
     ];
-    for (name, value) in cases {
+    for (role, name, value) in cases {
         let sandbox = Sandbox::new();
-        let mut cmd = sandbox.serve_command("lead");
+        let mut cmd = sandbox.serve_command(role);
         cmd.env(name, value);
         let finished = run_once(&mut cmd, Some(INITIALIZE));
         assert_refused_start(&finished, name);
@@ -130,6 +139,20 @@ fn refused_configuration_exits_2_without_echoing_values() {
             finished.stderr
         );
     }
+}
+
+/// A role that requests no approval reads no Nostr key or relay (care_core::variables): a
+/// broken one in its environment does not concern it, and it serves.
+#[test]
+fn a_role_without_approvals_never_reads_the_nostr_key() {
+    let sandbox = Sandbox::new();
+    let mut cmd = sandbox.serve_command("lead");
+    cmd.env("CARE_NOSTR_SECRET_KEY", "nsec-sk-demo-unread")
+        .env("CARE_NOSTR_RELAYS", "not a relay");
+    let mut session = Session::start(cmd);
+    assert_eq!(session.tool_names(), expected_names(Role::Lead));
+    let finished = session.finish();
+    assert_eq!(finished.code(), Some(0), "{}", finished.stderr);
 }
 
 fn wrapper(role: Role) -> std::path::PathBuf {
