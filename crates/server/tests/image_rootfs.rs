@@ -173,7 +173,8 @@ fn the_image_serves_ops_read_only_as_65532() {
         std::fs::create_dir_all(root.join(target.trim_start_matches('/'))).unwrap();
     }
     let root_text = root.to_str().unwrap();
-    let mut script = String::from("set -e\nmount --make-rprivate /\n");
+    // `env -i` drops PATH: chroot is named by its path, found before.
+    let mut script = String::from("set -e\nchroot=$(command -v chroot)\nmount --make-rprivate /\n");
     script += &format!(
         "mount --bind {r} {r}\nmount -o remount,bind,ro {r}\n",
         r = single_quoted(root_text)
@@ -193,7 +194,7 @@ fn the_image_serves_ops_read_only_as_65532() {
         script += &format!(" {}", single_quoted(&format!("{k}={v}")));
     }
     script += &format!(
-        " chroot --userspec=65532:65532 {} {}\n",
+        " \"$chroot\" --userspec=65532:65532 {} {}\n",
         single_quoted(root_text),
         command[0]
     );
