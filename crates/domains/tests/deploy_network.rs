@@ -269,6 +269,9 @@ fn postgres_is_reached_by_the_roles_alone() {
     );
 }
 
+/// An edit of a parsed manifest, for the negative cases.
+type Edit = Box<dyn Fn(&mut Value)>;
+
 #[test]
 fn the_checks_catch_extra_reach_wide_rules_and_missing_isolation() {
     let mut problems = Vec::new();
@@ -287,7 +290,7 @@ fn the_checks_catch_extra_reach_wide_rules_and_missing_isolation() {
         edited("care-mcp-egress-smtp", &|_| {}),
         Vec::<String>::new()
     );
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>, &str)> = vec![
+    let cases: Vec<(&str, Edit, &str)> = vec![
         (
             "care-mcp-egress-smtp",
             Box::new(|p| {

@@ -365,6 +365,9 @@ fn the_rendered_overlay_keeps_all_of_it() {
 }
 
 /// The checks fail on what they are meant to catch.
+/// An edit of a parsed manifest, for the negative cases.
+type Edit<'a> = Box<dyn Fn(&mut Value) + 'a>;
+
 #[test]
 fn the_checks_catch_strays_secrets_in_variables_and_soft_spots() {
     let mut problems = Vec::new();
@@ -383,7 +386,7 @@ fn the_checks_catch_strays_secrets_in_variables_and_soft_spots() {
     let env = |spec: &mut Value| -> Vec<Value> {
         spec["containers"][0]["env"].as_array().unwrap().clone()
     };
-    let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
+    let cases: Vec<(Edit<'_>, &str)> = vec![
         (
             Box::new(|s| {
                 let mut e = env(s);

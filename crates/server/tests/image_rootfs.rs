@@ -247,7 +247,7 @@ fn the_image_serves_ops_read_only_as_65532() {
     let finished = session.finish();
     assert_eq!(finished.code(), Some(0), "{}", finished.stderr);
     finished.assert_stdout_is_protocol();
-    println!("{DONE}");
+    eprintln!("{DONE}");
 }
 
 fn strings(v: &Value) -> Vec<String> {
