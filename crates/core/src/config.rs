@@ -99,10 +99,11 @@ impl Config {
         {
             r.problem("DATABASE_URL must start with postgres://, postgresql:// or sqlite://");
         }
+        let database_url = with_password_file(r, database_url);
 
         let write_enabled = r.flag("CARE_WRITE_ENABLED");
 
-        let audit_salt = r.secret("CARE_AUDIT_SALT", None);
+        let audit_salt = r.secret_or_file("CARE_AUDIT_SALT");
         if audit_salt
             .as_ref()
             .is_some_and(|s| s.expose_secret().len() < 16)
@@ -113,7 +114,9 @@ impl Config {
             .as_deref()
             .is_some_and(|u| u.starts_with("postgres"));
         if is_postgres && audit_salt.is_none() {
-            r.problem("CARE_AUDIT_SALT is required when DATABASE_URL is a Postgres URL");
+            r.problem(
+                "CARE_AUDIT_SALT (or CARE_AUDIT_SALT_FILE) is required when DATABASE_URL is a Postgres URL",
+            );
         }
 
         let client_id = match r.optional("CARE_CLIENT_ID") {
@@ -141,11 +144,18 @@ impl Config {
 
         let mut names = env.names();
         names.sort();
+        // Read from the source, not through `r`: any secret-looking variable is a scan
+        // pattern, declared configuration or not.
         let mut own_secrets: Vec<SecretString> = names
             .iter()
             .filter(|name| is_secret_variable(name))
-            .filter_map(|name| r.secret(name, None))
+            .filter_map(|name| env.var(name))
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+            .map(SecretString::from)
             .collect();
+        // A salt from its file is no variable of the walk above.
+        own_secrets.extend(audit_salt.iter().cloned());
         for password in database_url
             .as_deref()
             .map(url_password)
@@ -160,7 +170,7 @@ impl Config {
             audit_salt,
             client_id,
             sla_targets,
-            default_sqlite_path: default_state_dir(env).join("ledger.db"),
+            default_sqlite_path: default_state_dir(r).join("ledger.db"),
             own_secrets,
         }
     }
@@ -180,14 +190,48 @@ impl Config {
 }
 
 /// `$XDG_STATE_HOME/care-mcp`, else `$HOME/.local/state/care-mcp`, else `./.care-mcp`.
-fn default_state_dir(env: &dyn EnvSource) -> PathBuf {
-    if let Some(dir) = env.var("XDG_STATE_HOME").filter(|v| v.starts_with('/')) {
+fn default_state_dir(r: &mut EnvReader<'_>) -> PathBuf {
+    if let Some(dir) = r.raw("XDG_STATE_HOME").filter(|v| v.starts_with('/')) {
         return PathBuf::from(dir).join("care-mcp");
     }
-    if let Some(home) = env.var("HOME").filter(|v| v.starts_with('/')) {
+    if let Some(home) = r.raw("HOME").filter(|v| v.starts_with('/')) {
         return PathBuf::from(home).join(".local/state/care-mcp");
     }
     PathBuf::from(".care-mcp")
+}
+
+/// `DATABASE_URL` with the password of `CARE_DATABASE_PASSWORD_FILE` put in (percent-encoded),
+/// so the URL itself can live in a ConfigMap and only the password in a Secret.
+fn with_password_file(r: &mut EnvReader<'_>, url: Option<String>) -> Option<String> {
+    const NAME: &str = "CARE_DATABASE_PASSWORD_FILE";
+    let Some(password) = r.secret_file(NAME, None) else {
+        return url;
+    };
+    let password = password.expose_secret().trim_end_matches(['\n', '\r']);
+    let Some(text) = url else {
+        r.problem(format!("{NAME} is set without DATABASE_URL"));
+        return None;
+    };
+    let parsed = url::Url::parse(&text)
+        .ok()
+        .filter(|u| u.scheme().starts_with("postgres") && !u.username().is_empty());
+    let Some(mut parsed) = parsed else {
+        r.problem(format!(
+            "{NAME} needs DATABASE_URL to be a postgres:// URL with a user name"
+        ));
+        return Some(text);
+    };
+    if parsed.password().is_some() {
+        r.problem(format!(
+            "DATABASE_URL holds a password and {NAME} is set: keep one"
+        ));
+        return Some(text);
+    }
+    if password.is_empty() || parsed.set_password(Some(password)).is_err() {
+        r.problem(format!("{NAME} names a file without a password"));
+        return Some(text);
+    }
+    Some(parsed.to_string())
 }
 
 fn parse_sla_targets(text: &str) -> Option<SlaTargets> {
@@ -357,5 +401,55 @@ mod tests {
             ])
             .is_ok()
         );
+    }
+
+    #[test]
+    fn secrets_come_from_files_in_a_cluster() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o440)).unwrap();
+            path.to_str().unwrap().to_owned()
+        };
+        let password = write("password", "sk-demo-p@ss/word\n");
+        let salt = write("salt", "sk-demo-salt-0123456789\n");
+        let c = config(&[
+            ("DATABASE_URL", "postgres://care@db:5432/care"),
+            ("CARE_DATABASE_PASSWORD_FILE", &password),
+            ("CARE_AUDIT_SALT_FILE", &salt),
+        ])
+        .unwrap();
+        assert_eq!(
+            c.database_url.as_deref(),
+            Some("postgres://care:sk-demo-p%40ss%2Fword@db:5432/care")
+        );
+        assert_eq!(
+            c.audit_salt.as_ref().unwrap().expose_secret(),
+            "sk-demo-salt-0123456789"
+        );
+        let s = secrets(&c);
+        for expected in [
+            "sk-demo-p@ss/word",
+            "sk-demo-p%40ss%2Fword",
+            "sk-demo-salt-0123456789",
+        ] {
+            assert!(s.contains(&expected), "{expected} not in {s:?}");
+        }
+
+        let errs = config(&[
+            ("DATABASE_URL", "postgres://care:sk-demo-inline@db/care"),
+            ("CARE_DATABASE_PASSWORD_FILE", &password),
+            ("CARE_AUDIT_SALT_FILE", &salt),
+        ])
+        .err()
+        .unwrap();
+        assert!(errs[0].contains("keep one"), "{errs:?}");
+        assert!(!errs[0].contains("sk-demo"), "{errs:?}");
+        let errs = config(&[("CARE_DATABASE_PASSWORD_FILE", &password)])
+            .err()
+            .unwrap();
+        assert!(errs[0].contains("without DATABASE_URL"), "{errs:?}");
     }
 }

@@ -4,7 +4,7 @@
 //! integer ranges. Every problem is collected and reported at once, by variable name, never by
 //! value.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::ops::RangeInclusive;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -60,10 +60,13 @@ impl EnvSource for MapEnv {
 /// Largest secret file read (a key or a token is far smaller).
 pub const MAX_SECRET_FILE_BYTES: u64 = 64 * 1024;
 
-/// Reads variables and collects every problem; [`EnvReader::finish`] reports them.
+/// Reads variables and collects every problem; [`EnvReader::finish`] reports them. Every name
+/// asked for is recorded ([`EnvReader::names_read`]): startup checks them against the role's
+/// declared variables ([`crate::variables`]).
 pub struct EnvReader<'a> {
     source: &'a dyn EnvSource,
     problems: Vec<String>,
+    read: BTreeSet<String>,
 }
 
 impl std::fmt::Debug for EnvReader<'_> {
@@ -85,7 +88,21 @@ impl<'a> EnvReader<'a> {
         EnvReader {
             source,
             problems: Vec::new(),
+            read: BTreeSet::new(),
         }
+    }
+
+    /// The value as it is (not trimmed; empty kept), the name recorded.
+    pub fn raw(&mut self, name: &str) -> Option<String> {
+        if !self.read.contains(name) {
+            self.read.insert(name.to_owned());
+        }
+        self.source.var(name)
+    }
+
+    /// Every variable name asked for so far, sorted.
+    pub fn names_read(&self) -> impl Iterator<Item = &str> {
+        self.read.iter().map(String::as_str)
     }
 
     pub fn source(&self) -> &'a dyn EnvSource {
@@ -99,8 +116,7 @@ impl<'a> EnvReader<'a> {
 
     /// The trimmed value, `None` when unset or blank.
     pub fn optional(&mut self, name: &str) -> Option<String> {
-        self.source
-            .var(name)
+        self.raw(name)
             .map(|v| v.trim().to_owned())
             .filter(|v| !v.is_empty())
     }
@@ -117,7 +133,7 @@ impl<'a> EnvReader<'a> {
 
     /// Exactly `1` is on; anything else is off.
     pub fn flag(&mut self, name: &str) -> bool {
-        self.source.var(name).as_deref() == Some("1")
+        self.raw(name).as_deref() == Some("1")
     }
 
     /// A list separated by commas or whitespace; each item must pass `valid` (problems name
@@ -192,6 +208,28 @@ impl<'a> EnvReader<'a> {
                 self.problem(format!("{name} {reason}"));
                 None
             }
+        }
+    }
+
+    /// A secret given inline (`name`) or, as in a cluster, in the file `name_FILE` names
+    /// (checked like every secret file; the line break at its end dropped). Both set is a
+    /// problem: which one counts would be a guess.
+    pub fn secret_or_file(&mut self, name: &str) -> Option<SecretString> {
+        let file_name = format!("{name}_FILE");
+        let inline = self.secret(name, None);
+        let file = self.secret_file(&file_name, None);
+        match (inline, file) {
+            (Some(_), Some(_)) => {
+                self.problem(format!("{name} and {file_name} are both set: keep one"));
+                None
+            }
+            (Some(inline), None) => Some(inline),
+            (None, Some(file)) => Some(SecretString::from(
+                file.expose_secret()
+                    .trim_end_matches(['\n', '\r'])
+                    .to_owned(),
+            )),
+            (None, None) => None,
         }
     }
 
@@ -291,6 +329,34 @@ mod tests {
                 assert_eq!(read.unwrap().expose_secret(), "sk-demo-file-secret\n");
             }
         }
+    }
+
+    #[test]
+    fn a_secret_comes_inline_or_from_its_file_never_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("salt");
+        std::fs::write(&path, "sk-demo-salt-from-file\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o440)).unwrap();
+        let file = path.to_str().unwrap();
+
+        let env = MapEnv::of([("CARE_X_SALT_FILE", file)]);
+        let mut r = reader_over(&env);
+        let salt = r.secret_or_file("CARE_X_SALT").unwrap();
+        assert_eq!(salt.expose_secret(), "sk-demo-salt-from-file");
+        assert_eq!(
+            r.names_read().collect::<Vec<_>>(),
+            ["CARE_X_SALT", "CARE_X_SALT_FILE"]
+        );
+        assert!(r.finish().is_ok());
+
+        let env = MapEnv::of([
+            ("CARE_X_SALT", "sk-demo-inline"),
+            ("CARE_X_SALT_FILE", file),
+        ]);
+        let mut r = reader_over(&env);
+        assert!(r.secret_or_file("CARE_X_SALT").is_none());
+        let problems = r.finish().unwrap_err();
+        assert!(problems[0].contains("both set"), "{problems:?}");
     }
 
     #[test]

@@ -21,6 +21,7 @@
 //! - [`audit`]: audit events.
 //! - [`env`]: typed reading of configuration (problems by name, secrets unprintable).
 //! - [`config`]: the core's `CARE_*` configuration.
+//! - [`variables`]: every variable each role reads, declared once.
 //! - [`registrar`]: what a domain registers (tools, secrets) and the ticket port it gets.
 
 pub mod approval_channel;
@@ -45,3 +46,4 @@ pub mod schema;
 #[cfg(feature = "test-support")]
 pub mod testkit;
 pub mod tool;
+pub mod variables;

@@ -1,121 +1,22 @@
-//! The manifests in `deploy/`: every document parses into its k8s-openapi type with no field
-//! the type does not know (so a typo fails CI), and the RBAC grants each role exactly what its
-//! tools need — derived from the catalog and the cluster domain's access table, per namespace
-//! — with no verb on Secrets or ConfigMaps, no wildcard and no cluster-wide grant.
+//! The manifests in `deploy/`: every document (base, example Postgres, and the overlay as
+//! kustomize renders it) parses into its k8s-openapi type with no field the type does not know
+//! (so a typo fails CI), every file is one a kustomization takes in, and the RBAC grants each
+//! role exactly what its tools need — derived from the catalog and the cluster domain's access
+//! table, per namespace — with no verb on Secrets or ConfigMaps, no wildcard and no
+//! cluster-wide grant.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod deploy;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 
 use care_core::catalog::{self, Domain, Role};
 use care_domains::cluster::access;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role as K8sRole, RoleBinding};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use deploy::{HOME_NAMESPACE, documents, strings};
 use serde_json::Value;
-
-/// The namespace the care-mcp Deployments (and their ServiceAccounts) live in.
-const HOME_NAMESPACE: &str = "care-mcp";
 
 /// A grant: API group, resource, verb.
 type Grant = (String, String, String);
-
-fn deploy_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy"))
-}
-
-fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            yaml_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
-            out.push(path);
-        }
-    }
-}
-
-/// Every key path of `original` that `round_trip` lacks: a field the type does not know
-/// (k8s-openapi ignores unknown fields when decoding, so a misspelt one would vanish silently).
-fn unknown_fields(original: &Value, round_trip: &Value, at: &str, out: &mut Vec<String>) {
-    match (original, round_trip) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (key, value) in a {
-                let here = format!("{at}.{key}");
-                match b.get(key) {
-                    Some(other) => unknown_fields(value, other, &here, out),
-                    None => out.push(here),
-                }
-            }
-        }
-        (Value::Array(a), Value::Array(b)) => {
-            for (i, (x, y)) in a.iter().zip(b).enumerate() {
-                unknown_fields(x, y, &format!("{at}[{i}]"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn typed<T: DeserializeOwned + Serialize>(doc: &Value) -> Result<Value, String> {
-    let decoded: T = serde_json::from_value(doc.clone()).map_err(|e| e.to_string())?;
-    let round_trip = serde_json::to_value(decoded).map_err(|e| e.to_string())?;
-    let mut unknown = Vec::new();
-    unknown_fields(doc, &round_trip, "", &mut unknown);
-    if unknown.is_empty() {
-        Ok(round_trip)
-    } else {
-        Err(format!(
-            "fields the type does not know: {}",
-            unknown.join(", ")
-        ))
-    }
-}
-
-/// One document, decoded into the k8s-openapi type its `apiVersion` and `kind` name.
-fn decode(doc: &Value) -> Result<Value, String> {
-    let api_version = doc["apiVersion"].as_str().unwrap_or_default();
-    let kind = doc["kind"].as_str().unwrap_or_default();
-    match (api_version, kind) {
-        ("v1", "ServiceAccount") => typed::<ServiceAccount>(doc),
-        ("v1", "Namespace") => typed::<Namespace>(doc),
-        ("v1", "Service") => typed::<Service>(doc),
-        ("v1", "ConfigMap") => typed::<ConfigMap>(doc),
-        ("v1", "Secret") => typed::<Secret>(doc),
-        ("rbac.authorization.k8s.io/v1", "Role") => typed::<K8sRole>(doc),
-        ("rbac.authorization.k8s.io/v1", "RoleBinding") => typed::<RoleBinding>(doc),
-        ("rbac.authorization.k8s.io/v1", "ClusterRole") => typed::<ClusterRole>(doc),
-        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => typed::<ClusterRoleBinding>(doc),
-        ("apps/v1", "Deployment") => typed::<k8s_openapi::api::apps::v1::Deployment>(doc),
-        _ => Err(format!(
-            "{api_version} {kind} is not a type this test knows (add it to decode)"
-        )),
-    }
-}
-
-/// Every document of YAML `text` (empty documents skipped), decoded; problems are named by
-/// `label` and the document's position.
-fn documents(label: &str, text: &str, problems: &mut Vec<String>) -> Vec<Value> {
-    let docs: Vec<Value> = match serde_saphyr::from_multiple(text) {
-        Ok(docs) => docs,
-        Err(e) => {
-            problems.push(format!("{label}: not YAML: {e}"));
-            return Vec::new();
-        }
-    };
-    let mut out = Vec::new();
-    for (i, doc) in docs.into_iter().enumerate() {
-        if doc.is_null() {
-            continue;
-        }
-        match decode(&doc) {
-            Ok(_) => out.push(doc),
-            Err(e) => problems.push(format!("{label} document {}: {e}", i + 1)),
-        }
-    }
-    out
-}
 
 /// What a role's tools need in each allowed namespace, from the catalog and the access table.
 fn needed(role: Role) -> BTreeSet<Grant> {
@@ -138,14 +39,6 @@ fn needed(role: Role) -> BTreeSet<Grant> {
         }
     }
     grants
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s.as_str().map(str::to_owned))
-        .collect()
 }
 
 /// Every disagreement between the RBAC in `docs` and what each role needs.
@@ -244,35 +137,113 @@ fn rbac_problems(docs: &[Value]) -> Vec<String> {
 
 #[test]
 fn every_manifest_parses_into_its_kubernetes_type() {
-    let mut files = Vec::new();
-    yaml_files(&deploy_dir(), &mut files);
-    assert!(!files.is_empty(), "no manifests in deploy/");
     let mut problems = Vec::new();
-    let mut count = 0;
-    for file in &files {
-        let text = std::fs::read_to_string(file).unwrap();
-        count += documents(&file.display().to_string(), &text, &mut problems).len();
+    let base = deploy::base_documents(&mut problems);
+    let postgres =
+        deploy::kustomized_documents(&deploy::deploy_dir().join("postgres"), &mut problems);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert_eq!(deploy::of_kind(&base, "Deployment").count(), 6);
+    assert_eq!(deploy::of_kind(&postgres, "StatefulSet").count(), 1);
+}
+
+/// No file lies in `deploy/` unseen: each is a kustomization, a resource or a patch one of
+/// them lists, so every file is checked here (and applied by `kubectl apply -k`).
+#[test]
+fn every_file_is_taken_in_by_a_kustomization() {
+    let mut problems = Vec::new();
+    let mut seen = BTreeSet::new();
+    deploy::resource_files(
+        &deploy::deploy_dir().join("overlays/example"),
+        &mut seen,
+        &mut problems,
+    );
+    let mut files = Vec::new();
+    deploy::yaml_files(&deploy::deploy_dir(), &mut files);
+    for file in files {
+        if !seen.contains(&deploy::canonical(&file)) {
+            problems.push(format!("{} is in no kustomization", file.display()));
+        }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-    assert!(count >= 3, "{count} documents");
+}
+
+/// The overlay as kustomize renders it: every document decodes, each patch met its target
+/// (a patch naming nothing would add a stray object), and the image is the overlay's.
+#[test]
+fn the_rendered_overlay_parses_and_its_patches_land() {
+    let mut problems = Vec::new();
+    let rendered = deploy::rendered_overlay(&mut problems);
+    let mut seen = BTreeSet::new();
+    let overlay = deploy::deploy_dir().join("overlays/example");
+    let unrendered: BTreeSet<(String, String)> =
+        deploy::resource_files(&overlay, &mut seen, &mut problems)
+            .iter()
+            .flat_map(|f| {
+                deploy::raw_documents("", &std::fs::read_to_string(f).unwrap(), &mut problems)
+            })
+            .map(|d| {
+                (
+                    d["kind"].as_str().unwrap_or_default().to_owned(),
+                    d["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                )
+            })
+            .collect();
+    let names: BTreeSet<(String, String)> = rendered
+        .iter()
+        .map(|d| {
+            (
+                d["kind"].as_str().unwrap_or_default().to_owned(),
+                d["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names, unrendered,
+        "the render has other objects than the files"
+    );
+    for patch in deploy::kustomization(&overlay, &mut problems).patches {
+        let text = std::fs::read_to_string(&patch).unwrap();
+        for doc in deploy::raw_documents(&patch.display().to_string(), &text, &mut problems) {
+            let key = (
+                doc["kind"].as_str().unwrap_or_default().to_owned(),
+                doc["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            );
+            if !names.contains(&key) {
+                problems.push(format!("{}: {key:?} patches nothing", patch.display()));
+            }
+        }
+    }
+    for deployment in deploy::of_kind(&rendered, "Deployment") {
+        let image = &deployment["spec"]["template"]["spec"]["containers"][0]["image"];
+        assert_eq!(
+            image, "registry.example.com/care/care-mcp:0.1.0",
+            "{}",
+            deployment["metadata"]["name"]
+        );
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 #[test]
 fn each_role_is_granted_exactly_what_its_tools_need() {
-    let mut files = Vec::new();
-    yaml_files(&deploy_dir(), &mut files);
     let mut problems = Vec::new();
-    let docs: Vec<Value> = files
-        .iter()
-        .flat_map(|f| {
-            documents(
-                &f.display().to_string(),
-                &std::fs::read_to_string(f).unwrap(),
-                &mut problems,
-            )
-        })
-        .collect();
+    let docs = deploy::base_documents(&mut problems);
     problems.extend(rbac_problems(&docs));
+    let rendered = deploy::rendered_overlay(&mut problems);
+    problems.extend(
+        rbac_problems(&rendered)
+            .into_iter()
+            .map(|p| format!("rendered: {p}")),
+    );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 
     // The derivation says what the issue asks: reads on six resources for both roles, patch on

@@ -55,9 +55,50 @@ pub fn public_key_of_secret(secret: &str) -> Option<ApproverKey> {
         .and_then(|k| ApproverKey::from_hex(&k.public_key().to_hex()))
 }
 
+type ChannelParts = (
+    Option<SecretString>,
+    Option<ApproverKey>,
+    Vec<String>,
+    Option<String>,
+);
+
+/// The server's key (inline or `CARE_NOSTR_SECRET_KEY_FILE`), the relays and the group.
+fn read_channel(r: &mut EnvReader<'_>) -> ChannelParts {
+    let secret_key = r.secret_or_file("CARE_NOSTR_SECRET_KEY");
+    let server_key = secret_key.as_ref().and_then(|s| {
+        let key = public_key_of_secret(s.expose_secret());
+        if key.is_none() {
+            r.problem("CARE_NOSTR_SECRET_KEY is not an nsec or 64-character hex secret key");
+        }
+        key
+    });
+    let relays = r.list(
+        "CARE_NOSTR_RELAYS",
+        "a ws:// or wss:// URL with a host",
+        is_relay_url,
+    );
+    let group = r.optional("CARE_APPROVAL_CHANNEL");
+    if group.as_deref().is_some_and(|g| !is_group_id(g)) {
+        r.problem(
+            "CARE_APPROVAL_CHANNEL must be a NIP-29 group id: 1 to 64 characters of [a-z0-9-_]",
+        );
+    }
+    (secret_key, server_key, relays, group)
+}
+
 impl NostrSettings {
     /// Reads the variables; problems go into `r` (by name, never by value).
     pub fn read(r: &mut EnvReader<'_>) -> NostrSettings {
+        NostrSettings::read_parts(r, true)
+    }
+
+    /// Only the approval policy (`CARE_APPROVERS`, `CARE_APPROVAL_THRESHOLD`): what a role that
+    /// requests no approval reads. It holds no key and knows no relay.
+    pub fn read_policy(r: &mut EnvReader<'_>) -> NostrSettings {
+        NostrSettings::read_parts(r, false)
+    }
+
+    fn read_parts(r: &mut EnvReader<'_>, with_channel: bool) -> NostrSettings {
         let mut approvers: Vec<ApproverKey> = Vec::new();
         if let Some(list) = r.optional("CARE_APPROVERS") {
             for (i, item) in split_list(&list).enumerate() {
@@ -81,25 +122,11 @@ impl NostrSettings {
                 }
             },
         };
-        let secret_key = r.secret("CARE_NOSTR_SECRET_KEY", None);
-        let server_key = secret_key.as_ref().and_then(|s| {
-            let key = public_key_of_secret(s.expose_secret());
-            if key.is_none() {
-                r.problem("CARE_NOSTR_SECRET_KEY is not an nsec or 64-character hex secret key");
-            }
-            key
-        });
-        let relays = r.list(
-            "CARE_NOSTR_RELAYS",
-            "a ws:// or wss:// URL with a host",
-            is_relay_url,
-        );
-        let group = r.optional("CARE_APPROVAL_CHANNEL");
-        if group.as_deref().is_some_and(|g| !is_group_id(g)) {
-            r.problem(
-                "CARE_APPROVAL_CHANNEL must be a NIP-29 group id: 1 to 64 characters of [a-z0-9-_]",
-            );
-        }
+        let (secret_key, server_key, relays, group) = if with_channel {
+            read_channel(r)
+        } else {
+            (None, None, Vec::new(), None)
+        };
         let countable = approvers
             .iter()
             .filter(|a| Some(*a) != server_key.as_ref())

@@ -95,6 +95,41 @@ pub enum ApprovalsCommand {
     Verify { id: String },
 }
 
+/// The command line; or, when the binary runs under a wrapper's name (`care-mcp-<role>`, a
+/// link in the container image, which has no shell for the script wrappers), serving that
+/// role with every argument ignored, as the script wrappers do.
 pub fn parse() -> Result<Cli, clap::Error> {
+    if let Some(role) = std::env::args_os()
+        .next()
+        .and_then(|arg0| wrapper_role(&arg0))
+    {
+        return Ok(Cli {
+            role: Some(role),
+            command: None,
+        });
+    }
     Cli::try_parse()
+}
+
+/// `care-mcp-ops` (any directory) → `ops`. An unknown suffix is returned too: the start then
+/// refuses it as an unknown role instead of serving something else.
+fn wrapper_role(arg0: &std::ffi::OsStr) -> Option<String> {
+    let name = std::path::Path::new(arg0).file_name()?.to_str()?;
+    name.strip_prefix("care-mcp-").map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrapper_role;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn the_program_name_names_the_role() {
+        let role = |arg0: &str| wrapper_role(OsStr::new(arg0));
+        assert_eq!(role("/usr/local/bin/care-mcp-ops").as_deref(), Some("ops"));
+        assert_eq!(role("care-mcp-reviews").as_deref(), Some("reviews"));
+        assert_eq!(role("care-mcp-nobody").as_deref(), Some("nobody"));
+        assert_eq!(role("/usr/local/bin/care-mcp"), None);
+        assert_eq!(role("/opt/care-mcp-ops/care-mcp"), None);
+    }
 }

@@ -15,6 +15,7 @@ use care_core::ledger_tools;
 use care_core::outbound::OutboundScanner;
 use care_core::registrar::{Registrar, TicketPort};
 use care_core::tool::{Registry, Services};
+use care_core::variables;
 use care_nostr::NostrSettings;
 
 /// A reason the process cannot serve: printed as one line on stderr, exit code 2.
@@ -136,7 +137,12 @@ fn kept_salt(db: &Path) -> std::io::Result<Vec<u8>> {
 pub async fn build_gate(role: Role) -> Result<Gate, StartError> {
     let mut reader = EnvReader::new(&ProcessEnv);
     let config = Config::read(&mut reader);
-    let nostr = NostrSettings::read(&mut reader);
+    // A role that requests no approval holds no Nostr key and knows no relay.
+    let nostr = if crate::approval_channel::requests_approvals(role) {
+        NostrSettings::read(&mut reader)
+    } else {
+        NostrSettings::read_policy(&mut reader)
+    };
     let ledger = match open_ledger(&config).await {
         Ok(ledger) => ledger,
         Err(e) => {
@@ -149,6 +155,15 @@ pub async fn build_gate(role: Role) -> Result<Gate, StartError> {
     let mut registrar = Registrar::new(role, TicketPort::new(Arc::clone(&ledger)));
     care_domains::register_domains(&mut registrar, &mut reader);
     let channel = crate::approval_channel::settings(role, &nostr, &mut reader);
+    // Every name read must be declared for this role: the Deployments are checked against
+    // that list, so a reader that strays from it is a bug caught at the first start.
+    let undeclared = variables::undeclared(role, reader.names_read());
+    if !undeclared.is_empty() {
+        return Err(StartError(format!(
+            "role {role} read variables it does not declare in care_core::variables (a bug): {}",
+            undeclared.join(", ")
+        )));
+    }
     reader.finish().map_err(refused)?;
 
     let config = Arc::new(config);

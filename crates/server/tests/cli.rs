@@ -112,15 +112,24 @@ fn care_role_alone_selects_the_role() {
 /// A configuration the server refuses is a refused start too, and its values are not echoed.
 #[test]
 fn refused_configuration_exits_2_without_echoing_values() {
-    let cases: [(&str, &str); 4] = [
-        ("CARE_APPROVERS", "npub-sk-demo-cfg-leak-1"),
-        ("DATABASE_URL", "mysql://care:sk-demo-cfg-leak-2@db/care"),
-        ("CARE_CLIENT_ID", "sk-demo-cfg-leak-3 with spaces"),
-        ("CARE_NOSTR_SECRET_KEY", "nsec-sk-demo-cfg-leak-4"),
+    // The Nostr key is read only by the roles that request approvals (reviews here).
+    let cases: [(&str, &str, &str); 4] = [
+        ("lead", "CARE_APPROVERS", "npub-sk-demo-cfg-leak-1"),
+        (
+            "lead",
+            "DATABASE_URL",
+            "mysql://care:sk-demo-cfg-leak-2@db/care",
+        ),
+        ("lead", "CARE_CLIENT_ID", "sk-demo-cfg-leak-3 with spaces"),
+        (
+            "reviews",
+            "CARE_NOSTR_SECRET_KEY",
+            "nsec-sk-demo-cfg-leak-4",
+        ),
     ];
-    for (name, value) in cases {
+    for (role, name, value) in cases {
         let sandbox = Sandbox::new();
-        let mut cmd = sandbox.serve_command("lead");
+        let mut cmd = sandbox.serve_command(role);
         cmd.env(name, value);
         let finished = run_once(&mut cmd, Some(INITIALIZE));
         assert_refused_start(&finished, name);
@@ -130,6 +139,20 @@ fn refused_configuration_exits_2_without_echoing_values() {
             finished.stderr
         );
     }
+}
+
+/// A role that requests no approval reads no Nostr key or relay (care_core::variables): a
+/// broken one in its environment does not concern it, and it serves.
+#[test]
+fn a_role_without_approvals_never_reads_the_nostr_key() {
+    let sandbox = Sandbox::new();
+    let mut cmd = sandbox.serve_command("lead");
+    cmd.env("CARE_NOSTR_SECRET_KEY", "nsec-sk-demo-unread")
+        .env("CARE_NOSTR_RELAYS", "not a relay");
+    let mut session = Session::start(cmd);
+    assert_eq!(session.tool_names(), expected_names(Role::Lead));
+    let finished = session.finish();
+    assert_eq!(finished.code(), Some(0), "{}", finished.stderr);
 }
 
 fn wrapper(role: Role) -> std::path::PathBuf {
@@ -192,6 +215,32 @@ fn wrapper_finds_the_binary_beside_it() {
     assert_eq!(session.tool_names(), expected_names(Role::Reviews));
     let finished = session.finish();
     assert_eq!(finished.code(), Some(0), "{}", finished.stderr);
+}
+
+/// The image's layout (no shell there): `care-mcp-<role>` is a symbolic link to the binary,
+/// which serves the role its name says and ignores the arguments, as the script does.
+#[test]
+fn a_link_named_after_a_role_serves_that_role() {
+    let sandbox = Sandbox::in_target();
+    let bin_dir = sandbox.path().join("bin");
+    std::fs::create_dir(&bin_dir).unwrap();
+    for role in [Role::Reviews, Role::Ops] {
+        let link = bin_dir.join(format!("care-mcp-{role}"));
+        std::os::unix::fs::symlink(binary(), &link).unwrap();
+        let mut cmd = sandbox.command_for(&link);
+        cmd.current_dir("/").args(["--role", "lead", "tools"]);
+        let mut session = Session::start(cmd);
+        assert_eq!(session.tool_names(), expected_names(role), "{role}");
+        let finished = session.finish();
+        assert_eq!(finished.code(), Some(0), "{role}: {}", finished.stderr);
+        finished.assert_stdout_is_protocol();
+    }
+    let unknown = bin_dir.join("care-mcp-nobody");
+    std::os::unix::fs::symlink(binary(), &unknown).unwrap();
+    let mut cmd = sandbox.command_for(&unknown);
+    let finished = run_once(&mut cmd, Some(INITIALIZE));
+    assert_eq!(finished.code(), Some(2), "{finished:?}");
+    assert!(finished.stdout_lines.is_empty(), "{finished:?}");
 }
 
 #[test]

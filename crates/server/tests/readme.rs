@@ -171,3 +171,36 @@ fn a_wrong_table_is_caught() {
         );
     }
 }
+
+/// The variables in the first column of the README's "Configuration" tables.
+fn configuration_rows(text: &str) -> BTreeMap<String, usize> {
+    let mut rows = BTreeMap::new();
+    let Some(section) = section(text, "Configuration") else {
+        return rows;
+    };
+    for line in section.lines().filter(|l| l.starts_with("| `")) {
+        for name in cells(line)[0].split(", ") {
+            *rows.entry(name.trim_matches('`').to_owned()).or_default() += 1;
+        }
+    }
+    rows
+}
+
+/// Every variable a role reads (`care_core::variables`, the list startup enforces and the
+/// Deployments are checked against) has its row in the README's configuration table.
+#[test]
+fn readme_configuration_table_lists_every_variable() {
+    let rows = configuration_rows(&readme());
+    let missing: Vec<&str> = care_core::variables::ALL
+        .iter()
+        .map(|v| v.name)
+        .filter(|name| !rows.contains_key(*name))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md, section \"Configuration\", has no row for: {}",
+        missing.join(", ")
+    );
+    let without = readme().replace("| `CARE_AUDIT_SALT_FILE` |", "| `CARE_AUDIT_SALT_FIEL` |");
+    assert!(!configuration_rows(&without).contains_key("CARE_AUDIT_SALT_FILE"));
+}
