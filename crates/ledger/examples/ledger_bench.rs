@@ -336,6 +336,9 @@ async fn race_child(args: &[String]) -> Result<()> {
         }
     }
     ledger.close().await;
-    println!("{}", json!({ "won": won, "consumed": consumed, "other": other }));
+    println!(
+        "{}",
+        json!({ "won": won, "consumed": consumed, "other": other })
+    );
     Ok(())
 }
