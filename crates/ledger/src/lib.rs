@@ -8,6 +8,8 @@
 //! - `shared`: the `Ledger` implementation both backends expand, written once.
 //! - `sql`: statement text; the per-backend `Dialect` reads the ledger's own clock.
 //! - `rows`: row records and their conversion to `care_core::ledger` types.
+//! - `sqlite_read`: SQLite's hot reads on the calling thread (rusqlite, its own connection).
+//! - `sqlite_checkpoint`: SQLite's WAL checkpoints on a thread of their own, off the commit path.
 //! - `rules`: the approval state rules both backends apply (decisions, consume refusals).
 //! - `error`: sqlx errors mapped to `LedgerError`.
 //! - [`test_support`] (feature `test-support`): throwaway databases for tests.
@@ -20,6 +22,8 @@ mod rules;
 mod shared;
 mod sql;
 pub mod sqlite;
+mod sqlite_checkpoint;
+mod sqlite_read;
 #[cfg(feature = "test-support")]
 pub mod test_support;
 

@@ -82,6 +82,31 @@ impl PostgresLedger {
         Ok(&self.pool)
     }
 
+    async fn shutdown(&self) {
+        self.pool.close().await;
+    }
+
+    async fn read_approval(&self, id: &str) -> Result<Option<ApprovalRecord>, LedgerError> {
+        sqlx::query_as(sql::POSTGRES.select_approval)
+            .bind(id)
+            .fetch_optional(self.ready().await?)
+            .await
+            .map_err(db)
+    }
+
+    async fn read_kpi_series(
+        &self,
+        metric: Option<&str>,
+        since: Option<i64>,
+    ) -> Result<Vec<KpiSeriesRecord>, LedgerError> {
+        sqlx::query_as(sql::KPI_SERIES)
+            .bind(metric)
+            .bind(since)
+            .fetch_all(self.ready().await?)
+            .await
+            .map_err(db)
+    }
+
     /// A transaction for read-then-write sequences; deciders also lock the row they read
     /// (`FOR UPDATE` in the dialect), which serialises them per approval.
     async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, LedgerError> {

@@ -67,6 +67,35 @@ pub(crate) struct ApprovalRecord {
     db_now: i64,
 }
 
+impl ApprovalRecord {
+    /// The record from a row of the SQLite read connection (same columns as the sqlx query).
+    pub(crate) fn from_sqlite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: r.get("id")?,
+            action: r.get("action")?,
+            arguments_json: r.get("arguments_json")?,
+            payload_hash: r.get("payload_hash")?,
+            hash_encoding: r.get("hash_encoding")?,
+            status: r.get("status")?,
+            requested_by_role: r.get("requested_by_role")?,
+            requested_by_client: r.get("requested_by_client")?,
+            reason: r.get("reason")?,
+            created_at: r.get("created_at")?,
+            expires_at: r.get("expires_at")?,
+            decided_at: r.get("decided_at")?,
+            consumed_at: r.get("consumed_at")?,
+            outcome_json: r.get("outcome_json")?,
+            outcome_at: r.get("outcome_at")?,
+            card_event_id: r.get("card_event_id")?,
+            card_text: r.get("card_text")?,
+            approvers_json: r.get("approvers_json")?,
+            threshold: r.get("threshold")?,
+            checked_facts_json: r.get("checked_facts_json")?,
+            db_now: r.get("db_now")?,
+        })
+    }
+}
+
 /// A row and the ledger's clock reading of the statement that read it.
 pub(crate) fn approval_at(r: ApprovalRecord) -> Result<(ApprovalRow, DateTime<Utc>), LedgerError> {
     let now = time(r.db_now)?;
@@ -166,6 +195,25 @@ pub(crate) struct KpiSeriesRecord {
     higher_is_better: bool,
     recorded_at: i64,
     recorded_by_role: String,
+}
+
+impl KpiSeriesRecord {
+    /// The record from a row of the SQLite read connection (same columns as the sqlx query).
+    pub(crate) fn from_sqlite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            metric: r.get("metric")?,
+            n: r.get("n")?,
+            mean: r.get("mean")?,
+            lo: r.get("lo")?,
+            hi: r.get("hi")?,
+            value: r.get("value")?,
+            target: r.get("target")?,
+            unit: r.get("unit")?,
+            higher_is_better: r.get("higher_is_better")?,
+            recorded_at: r.get("recorded_at")?,
+            recorded_by_role: r.get("recorded_by_role")?,
+        })
+    }
 }
 
 impl TryFrom<KpiSeriesRecord> for KpiSeries {

@@ -1,7 +1,8 @@
 //! The `Ledger` implementation both backends share, written once: [`impl_ledger!`] expands it
 //! for a backend type that provides `ready()` (the migrated pool), `begin_write()` (a
 //! transaction that serialises deciders: Postgres `BEGIN` plus a row lock, SQLite `BEGIN
-//! IMMEDIATE`) and a [`crate::sql::Dialect`]. What differs per backend (connection options,
+//! IMMEDIATE`), `shutdown()`, the hot reads `read_approval()` and `read_kpi_series()` (SQLite answers them on
+//! the calling thread) and a [`crate::sql::Dialect`]. What differs per backend (connection options,
 //! the migration lock, the clock expression) stays in `postgres.rs` / `sqlite.rs` / `sql.rs`.
 
 /// `impl_ledger!(Type, "backend name", DIALECT)`.
@@ -25,7 +26,7 @@ macro_rules! impl_ledger {
             }
 
             async fn close(&self) {
-                self.pool.close().await;
+                self.shutdown().await;
             }
 
             async fn ping(&self) -> Result<(), LedgerError> {
@@ -69,11 +70,7 @@ macro_rules! impl_ledger {
 
             async fn approval(&self, id: &str) -> Result<Option<ApprovalRow>, LedgerError> {
                 // A plain read first: only a row that has just lapsed needs the write.
-                let rec: Option<ApprovalRecord> = sqlx::query_as($dialect.select_approval)
-                    .bind(id)
-                    .fetch_optional(self.ready().await?)
-                    .await
-                    .map_err(db)?;
+                let rec = self.read_approval(id).await?;
                 let Some((row, now)) = rec.map(rows::approval_at).transpose()? else {
                     return Ok(None);
                 };
@@ -253,11 +250,7 @@ macro_rules! impl_ledger {
                     return Ok(rows::approval(rec)?);
                 }
                 // Nothing was updated: read the row to name the reason.
-                let rec: Option<ApprovalRecord> = sqlx::query_as($dialect.select_approval)
-                    .bind(id)
-                    .fetch_optional(pool)
-                    .await
-                    .map_err(db)?;
+                let rec = self.read_approval(id).await?;
                 let (row, now) = rows::approval_at(rec.ok_or(ConsumeError::NotFound)?)?;
                 if rules::lapsed(&row, now) {
                     sqlx::query($dialect.expire_one)
@@ -317,12 +310,7 @@ macro_rules! impl_ledger {
                 metric: Option<&str>,
                 since: Option<DateTime<Utc>>,
             ) -> Result<Vec<KpiSeries>, LedgerError> {
-                let recs: Vec<KpiSeriesRecord> = sqlx::query_as(sql::KPI_SERIES)
-                    .bind(metric)
-                    .bind(since.map(millis))
-                    .fetch_all(self.ready().await?)
-                    .await
-                    .map_err(db)?;
+                let recs = self.read_kpi_series(metric, since.map(millis)).await?;
                 recs.into_iter().map(KpiSeries::try_from).collect()
             }
 

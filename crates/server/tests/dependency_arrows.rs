@@ -77,6 +77,8 @@ const NOSTR_SDK: &str = "the Nostr SDK";
 const CONFINED: &[Confined] = &[
     confine("rmcp*", Closure, &[SERVER], MCP),
     confine("sqlx*", Closure, &[LEDGER], SQL),
+    confine("rusqlite", Closure, &[LEDGER], SQL),
+    confine("libsqlite3-sys", Closure, &[LEDGER], SQL),
     confine("reqwest", Closure, &[DOMAINS], HTTP),
     confine("hyper-rustls", Closure, &[DOMAINS], HTTP),
     confine("hyper-tls", Closure, &[DOMAINS], HTTP),

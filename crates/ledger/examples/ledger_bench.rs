@@ -1,0 +1,344 @@
+//! Benchmark only (run by `bench/run`, see `bench/README.md`): the external write's ledger path
+//! as the pipeline runs it (the intent audit row stored and committed, the row read, the one
+//! conditional consume; the intent step also alone, one durable commit), sequential and with concurrent workers over distinct approvals; the
+//! approval read under the same concurrency; and a race of many consumers in two processes on
+//! one approval, where exactly one may win. Prints one JSON object on stdout.
+//!
+//! `ledger_bench --url URL [--approvals N] [--workers 1,8,32] [--reads N] [--race N]`
+//! (`--url` a `postgres://` or `sqlite://` ledger URL; the database is seeded and left as is).
+
+#![allow(clippy::print_stdout)]
+
+use std::cell::RefCell;
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use care_core::ledger::{AuditRecord, ConsumeError, Ledger};
+use chrono::Utc;
+use serde_json::{Value, json};
+
+const ACTION: &str = "mail_send";
+const HASH: &str = "5e1d000000000000000000000000000000000000000000000000000000000001";
+const ROLE: &str = "mail";
+/// Child mode of the race: `--race-child URL ID N START_MS`.
+const RACE_CHILD: &str = "--race-child";
+
+type Result<T> = std::result::Result<T, String>;
+/// Durations of one step, collected across the workers of one thread.
+type Times = Rc<RefCell<Vec<u64>>>;
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // One runtime thread, as in the server.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ledger_bench: runtime: {e}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    let done = if args.first().map(String::as_str) == Some(RACE_CHILD) {
+        runtime.block_on(race_child(&args[1..]))
+    } else {
+        runtime.block_on(run(&args))
+    };
+    match done {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ledger_bench: {e}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
+struct Options {
+    url: String,
+    approvals: usize,
+    workers: Vec<usize>,
+    reads: usize,
+    race: usize,
+}
+
+fn options(args: &[String]) -> Result<Options> {
+    let mut o = Options {
+        url: String::new(),
+        approvals: 4000,
+        workers: vec![1, 8, 32],
+        reads: 4000,
+        race: 10_000,
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        let number = || value.parse::<usize>().map_err(|e| format!("{flag}: {e}"));
+        match flag.as_str() {
+            "--url" => o.url = value.clone(),
+            "--approvals" => o.approvals = number()?,
+            "--reads" => o.reads = number()?,
+            "--race" => o.race = number()?,
+            "--workers" => {
+                o.workers = value
+                    .split(',')
+                    .map(|w| w.parse::<usize>().map_err(|e| format!("--workers: {e}")))
+                    .collect::<Result<_>>()?;
+            }
+            _ => return Err(format!("unknown flag {flag}")),
+        }
+    }
+    if o.url.is_empty() {
+        return Err("--url is required".into());
+    }
+    Ok(o)
+}
+
+async fn open(url: &str) -> Result<Arc<dyn Ledger>> {
+    let ledger = care_ledger::connect(Some(url), Path::new("/nonexistent/unused.db"))
+        .await
+        .map_err(|e| e.to_string())?;
+    // Connected and migrated before any clock starts.
+    ledger.ping().await.map_err(|e| e.to_string())?;
+    Ok(ledger)
+}
+
+/// `n` approved approvals `<prefix>-1..n`, valid for an hour, in one statement.
+async fn seed(ledger: &dyn Ledger, url: &str, prefix: &str, n: usize) -> Result<()> {
+    let now = ledger
+        .clock()
+        .await
+        .map_err(|e| e.to_string())?
+        .timestamp_millis();
+    let statement = format!(
+        "WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < {n}) \
+         INSERT INTO approvals (id, action, arguments_json, payload_hash, hash_encoding, status, \
+         requested_by_role, requested_by_client, created_at, expires_at, decided_at, \
+         checked_facts_json) \
+         SELECT '{prefix}-' || n, '{ACTION}', '{{}}', '{HASH}', 'jcs', 'approved', '{ROLE}', \
+         'bench', {now}, {expires}, {now}, '{{}}' FROM g",
+        expires = now + 3_600_000,
+    );
+    let added = care_ledger::test_support::execute(url, &statement).await?;
+    if added != n as u64 {
+        return Err(format!("seeded {added} approvals, expected {n}"));
+    }
+    Ok(())
+}
+
+fn intent(id: &str) -> AuditRecord {
+    AuditRecord {
+        at: Utc::now(),
+        role: ROLE.to_owned(),
+        client: "bench".to_owned(),
+        tool: ACTION.to_owned(),
+        outcome: "intent".to_owned(),
+        error_code: None,
+        approval_id: Some(id.to_owned()),
+        duration_us: 0,
+        args_digest: "d".repeat(64),
+    }
+}
+
+/// The pipeline's ledger steps of one external write: the intent row stored (committed), the
+/// row read, the consume. Any refusal is an error here: every approval is consumed once.
+async fn verify_and_consume(ledger: &dyn Ledger, id: &str, commits: &Times) -> Result<()> {
+    let t0 = Instant::now();
+    ledger
+        .record_audit(&intent(id))
+        .await
+        .map_err(|e| format!("intent: {e}"))?;
+    commits.borrow_mut().push(t0.elapsed().as_nanos() as u64);
+    let row = ledger
+        .approval(id)
+        .await
+        .map_err(|e| format!("read: {e}"))?
+        .ok_or("read: approval missing")?;
+    if row.requested_by_role != ROLE {
+        return Err("read: wrong role".into());
+    }
+    ledger
+        .consume(id, ACTION, HASH, "{}")
+        .await
+        .map_err(|e| format!("consume {id}: {e}"))?;
+    Ok(())
+}
+
+fn summary(mut ns: Vec<u64>, wall: Duration) -> Value {
+    ns.sort_unstable();
+    let pct = |p: f64| {
+        let k = ((p / 100.0) * (ns.len().saturating_sub(1)) as f64).round() as usize;
+        ns.get(k).copied().unwrap_or(0)
+    };
+    json!({
+        "n": ns.len(),
+        "p50": pct(50.0),
+        "p99": pct(99.0),
+        "max": ns.last().copied().unwrap_or(0),
+        "wall_ns": wall.as_nanos() as u64,
+        "per_s": if wall.is_zero() { 0.0 } else { ns.len() as f64 / wall.as_secs_f64() },
+    })
+}
+
+/// `total` operations over `workers` concurrent tasks; `op(i)` is the i-th operation.
+async fn concurrently<F, Fut>(workers: usize, total: usize, op: F) -> Result<Value>
+where
+    F: Fn(usize) -> Fut + Clone + 'static,
+    Fut: std::future::Future<Output = Result<()>> + 'static,
+{
+    let started = Instant::now();
+    let local = tokio::task::LocalSet::new();
+    let tasks: Vec<_> = (0..workers)
+        .map(|w| {
+            let op = op.clone();
+            local.spawn_local(async move {
+                let mut times = Vec::new();
+                let mut i = w;
+                while i < total {
+                    let t0 = Instant::now();
+                    op(i).await?;
+                    times.push(t0.elapsed().as_nanos() as u64);
+                    i += workers;
+                }
+                Ok::<_, String>(times)
+            })
+        })
+        .collect();
+    let times = local
+        .run_until(async move {
+            let mut all = Vec::new();
+            for t in tasks {
+                all.extend(t.await.map_err(|e| e.to_string())??);
+            }
+            Ok::<_, String>(all)
+        })
+        .await?;
+    Ok(summary(times, started.elapsed()))
+}
+
+async fn run(args: &[String]) -> Result<()> {
+    let o = options(args)?;
+    let ledger = open(&o.url).await?;
+    let mut out = json!({ "backend": ledger.backend() });
+
+    for &w in &o.workers {
+        let prefix = format!("c{w}");
+        seed(ledger.as_ref(), &o.url, &prefix, o.approvals).await?;
+        let l = Arc::clone(&ledger);
+        let commits: Times = Rc::default();
+        let intents = Rc::clone(&commits);
+        let consume = concurrently(w, o.approvals, move |i| {
+            let l = Arc::clone(&l);
+            let id = format!("{prefix}-{}", i + 1);
+            let intents = Rc::clone(&intents);
+            async move { verify_and_consume(l.as_ref(), &id, &intents).await }
+        })
+        .await?;
+        let intent = summary(commits.take(), Duration::ZERO);
+        // Reads of the rows just consumed, with the same concurrency.
+        let l = Arc::clone(&ledger);
+        let approvals = o.approvals;
+        let prefix = format!("c{w}");
+        let read = concurrently(w, o.reads, move |i| {
+            let l = Arc::clone(&l);
+            let id = format!("{prefix}-{}", i % approvals + 1);
+            async move {
+                l.approval(&id)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .ok_or("read: missing")?;
+                Ok(())
+            }
+        })
+        .await?;
+        out[format!("workers_{w}")] = json!({ "consume": consume, "intent": intent, "read": read });
+    }
+
+    if o.race > 0 {
+        out["race"] = race(ledger.as_ref(), &o.url, o.race).await?;
+    }
+    ledger.close().await;
+    println!("{out}");
+    Ok(())
+}
+
+/// `n` consumers of one approval, half in each of two child processes, all released at once.
+async fn race(ledger: &dyn Ledger, url: &str, n: usize) -> Result<Value> {
+    let prefix = format!("race{}", uuid::Uuid::new_v4().simple());
+    seed(ledger, url, &prefix, 1).await?;
+    let id = format!("{prefix}-1");
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let start = Utc::now().timestamp_millis() + 1500;
+    let halves = [n / 2, n - n / 2];
+    let children: Vec<_> = halves
+        .iter()
+        .map(|k| {
+            tokio::process::Command::new(&exe)
+                .args([RACE_CHILD, url, &id, &k.to_string(), &start.to_string()])
+                .output()
+        })
+        .collect();
+    let (mut won, mut consumed, mut other) = (0u64, 0u64, 0u64);
+    for child in children {
+        let out = child.await.map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!(
+                "race child failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
+        won += v["won"].as_u64().unwrap_or(0);
+        consumed += v["consumed"].as_u64().unwrap_or(0);
+        other += v["other"].as_u64().unwrap_or(0);
+    }
+    let row = ledger
+        .approval(&id)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("race approval missing")?;
+    Ok(json!({
+        "consumers": n, "processes": 2, "won": won, "consumed": consumed, "other": other,
+        "final_status": row.status.as_str(),
+        "exactly_one_winner": won == 1 && consumed == n as u64 - 1 && other == 0,
+    }))
+}
+
+async fn race_child(args: &[String]) -> Result<()> {
+    let [url, id, n, start] = args else {
+        return Err("race child: URL ID N START_MS".into());
+    };
+    let n: usize = n.parse().map_err(|e| format!("{e}"))?;
+    let start: i64 = start.parse().map_err(|e| format!("{e}"))?;
+    let ledger = open(url).await?;
+    let wait = start - Utc::now().timestamp_millis();
+    if let Ok(ms) = u64::try_from(wait) {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let ledger = Arc::clone(&ledger);
+            let id = id.clone();
+            tokio::spawn(async move { ledger.consume(&id, ACTION, HASH, "{}").await })
+        })
+        .collect();
+    let (mut won, mut consumed, mut other) = (0u64, 0u64, 0u64);
+    for t in tasks {
+        match t.await.map_err(|e| e.to_string())? {
+            Ok(_) => won += 1,
+            Err(ConsumeError::Consumed) => consumed += 1,
+            Err(e) => {
+                other += 1;
+                eprintln!("race child: {e}");
+            }
+        }
+    }
+    ledger.close().await;
+    println!(
+        "{}",
+        json!({ "won": won, "consumed": consumed, "other": other })
+    );
+    Ok(())
+}

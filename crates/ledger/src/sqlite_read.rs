@@ -1,0 +1,101 @@
+//! SQLite reads answered on the calling thread, over a connection of their own (rusqlite on the
+//! same bundled SQLite that sqlx links, so one copy of the library). A primary-key read costs a
+//! few µs here; through sqlx it is a hand-off to the connection's worker thread and back, plus
+//! one more per row, each a cross-CPU wake-up on a small machine. In WAL mode a reader never
+//! waits for a writer, so the caller blocks for the statement alone. Writes stay on sqlx.
+
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use care_core::ledger::LedgerError;
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+use crate::rows::{ApprovalRecord, KpiSeriesRecord};
+use crate::sql;
+
+/// How long a read waits when the file is locked for recovery (never for an ordinary writer).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The read connection, opened on first use (after migrations) and reopened after a failure.
+#[derive(Debug)]
+pub(crate) struct Reader {
+    path: PathBuf,
+    conn: Mutex<Option<Connection>>,
+}
+
+impl Reader {
+    pub(crate) fn new(path: PathBuf) -> Self {
+        Reader {
+            path,
+            conn: Mutex::new(None),
+        }
+    }
+
+    /// Runs `read` on the connection; a failed statement drops the connection so the next
+    /// read starts from a fresh one.
+    fn with<T>(
+        &self,
+        read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, LedgerError> {
+        // A panic while holding the lock leaves nothing half-written: the guard is reusable.
+        let mut guard: MutexGuard<'_, Option<Connection>> =
+            self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        if guard.is_none() {
+            *guard = Some(self.open().map_err(unavailable)?);
+        }
+        let Some(conn) = guard.as_ref() else {
+            return Err(LedgerError::Unavailable(
+                "sqlite reader not open".to_owned(),
+            ));
+        };
+        let result = read(conn);
+        if result.is_err() {
+            *guard = None;
+        }
+        result.map_err(unavailable)
+    }
+
+    /// Closes the connection (a later read reopens it).
+    pub(crate) fn close(&self) {
+        *self.conn.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    fn open(&self) -> rusqlite::Result<Connection> {
+        // The file exists and is migrated: the sqlx pool created it before any read.
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.set_prepared_statement_cache_capacity(16);
+        Ok(conn)
+    }
+
+    pub(crate) fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, LedgerError> {
+        self.with(|conn| {
+            conn.prepare_cached(sql::SQLITE.select_approval)?
+                .query_row([id], ApprovalRecord::from_sqlite)
+                .optional()
+        })
+    }
+
+    pub(crate) fn kpi_series(
+        &self,
+        metric: Option<&str>,
+        since: Option<i64>,
+    ) -> Result<Vec<KpiSeriesRecord>, LedgerError> {
+        self.with(|conn| {
+            conn.prepare_cached(sql::KPI_SERIES)?
+                .query_map(
+                    rusqlite::params![metric, since],
+                    KpiSeriesRecord::from_sqlite,
+                )?
+                .collect()
+        })
+    }
+}
+
+fn unavailable(e: rusqlite::Error) -> LedgerError {
+    LedgerError::Unavailable(e.to_string())
+}
