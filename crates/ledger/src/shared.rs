@@ -28,6 +28,10 @@ macro_rules! impl_ledger {
                 self.pool.close().await;
             }
 
+            fn client_store(&self) -> Option<&dyn care_core::clients::ClientStore> {
+                Some(self)
+            }
+
             async fn ping(&self) -> Result<(), LedgerError> {
                 sqlx::query(sql::PING)
                     .execute(self.ready().await?)
