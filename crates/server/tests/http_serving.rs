@@ -151,6 +151,14 @@ fn host_and_origin_are_checked_against_dns_rebinding() {
             )
             .await;
         assert_eq!(console.status, 200, "{console:?}");
+        let local = raw
+            .post(
+                Some(&token),
+                &[("Origin", "http://localhost:5173")],
+                &init("2025-11-25"),
+            )
+            .await;
+        assert_eq!(local.status, 200, "{local:?}");
         let _ = list;
     });
 }

@@ -4,7 +4,7 @@
 //! - Loopback by default; another address only with TLS (`--tls-cert/--tls-key`) or
 //!   `--behind-tls-proxy`.
 //! - Host and Origin are checked by rmcp (DNS rebinding): loopback names plus `--allowed-host`;
-//!   browser Origins only from `--allowed-origin`.
+//!   browser Origins only from loopback and `--allowed-origin`.
 //! - Every `/mcp` request passes the [`guard`]: bearer token, client role, ceiling.
 //! - Sessions (`Mcp-Session-Id`, protocol versions before 2026-07-28) close after
 //!   `--session-idle-secs` without a request; `--stateless` serves without sessions.
@@ -42,6 +42,16 @@ pub const DEFAULT_SESSION_IDLE_SECS: u64 = 30 * 60;
 
 /// Names every deployment accepts in `Host`, whatever `--allowed-host` adds.
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+/// Browser pages served from this machine, whatever `--allowed-origin` adds: a rebinding page
+/// carries its own (foreign) Origin, never a loopback one.
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
 
 pub async fn run(roles: Vec<Role>, args: ServeArgs) -> Result<ExitCode, StartError> {
     let Some(addr) = args.http else {
@@ -170,7 +180,12 @@ fn router(
         .collect();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
-        .with_allowed_origins(args.allowed_origins.clone())
+        .with_allowed_origins(
+            LOOPBACK_ORIGINS
+                .iter()
+                .map(|o| (*o).to_owned())
+                .chain(args.allowed_origins.iter().cloned()),
+        )
         .enforce_origin_validation()
         .with_legacy_session_mode(!args.stateless)
         .with_json_response(args.stateless)

@@ -13,7 +13,10 @@ import os
 import sys
 
 try:
-    import httpx
+    try:  # mcp 2.x ships its HTTP client as httpx2
+        import httpx2 as httpx
+    except ImportError:
+        import httpx
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 except ImportError as e:  # pragma: no cover - reported by the test
@@ -35,7 +38,7 @@ async def step(session, cmd):
         return {"tools": [t.name for t in tools.tools]}
     if cmd["op"] == "call":
         result = await session.call_tool(cmd["tool"], cmd.get("arguments") or {})
-        return {"is_error": bool(result.isError), "structured": result.structuredContent}
+        return {"is_error": bool(result.is_error), "structured": result.structured_content}
     if cmd["op"] == "sleep":
         await asyncio.sleep(float(cmd["seconds"]))
         return {"slept": cmd["seconds"]}
@@ -51,7 +54,7 @@ async def main():
             read, write = streams[0], streams[1]
             async with ClientSession(read, write) as session:
                 init = await session.initialize()
-                out({"ready": True, "protocol": str(init.protocolVersion)})
+                out({"ready": True, "protocol": str(getattr(init, "protocol_version", ""))})
                 loop = asyncio.get_running_loop()
                 while True:
                     line = await loop.run_in_executor(None, sys.stdin.readline)
@@ -73,4 +76,6 @@ if __name__ == "__main__":
     except BaseException as e:  # noqa: BLE001 - the session ending is reported, not raised
         if isinstance(e, SystemExit):
             raise
+        while isinstance(e, BaseExceptionGroup) and e.exceptions:
+            e = e.exceptions[0]
         out({"ended": type(e).__name__, "detail": str(e)[:300]})
