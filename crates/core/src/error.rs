@@ -99,7 +99,9 @@ impl ErrorCode {
             ErrorCode::ApprovalMismatch => {
                 "The approval was granted for a different action or different arguments."
             }
-            ErrorCode::RateLimited => "The upstream service is rate limiting; try again later.",
+            ErrorCode::RateLimited => {
+                "A rate limit applies (the upstream service's or this client's); try again later."
+            }
             ErrorCode::UpstreamUnavailable => "The upstream service could not be reached.",
             ErrorCode::UpstreamRejected => "The upstream service refused the request.",
             ErrorCode::LedgerUnavailable => "The ledger is unavailable; try again shortly.",

@@ -96,12 +96,25 @@ impl Gate {
         self.writes.len()
     }
 
-    /// Runs one call end to end. Never panics, never leaks a panic payload.
+    /// Runs one call end to end as the configured client label (stdio). Never panics, never
+    /// leaks a panic payload.
     pub async fn call(&self, name: &str, arguments: Option<Map<String, Value>>) -> GateAnswer {
+        self.call_as(&self.services.config.client_id, name, arguments)
+            .await
+    }
+
+    /// [`Gate::call`] on behalf of `client` (an authenticated HTTP client): its name goes
+    /// into the call context and the audit row.
+    pub async fn call_as(
+        &self,
+        client: &str,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> GateAnswer {
         let started = Instant::now();
         let ctx = CallContext {
             role: self.registry.role(),
-            client: self.services.config.client_id.clone(),
+            client: client.to_owned(),
             now: (self.services.clock)(),
         };
         let arguments = arguments.unwrap_or_default();

@@ -369,6 +369,11 @@ pub trait Ledger: Send + Sync + std::fmt::Debug {
     /// the next process does not start by recovering it.
     async fn close(&self) {}
 
+    /// The HTTP clients and their call windows, when this ledger stores them.
+    fn client_store(&self) -> Option<&dyn crate::clients::ClientStore> {
+        None
+    }
+
     // --- approvals -----------------------------------------------------------------------
 
     /// The ledger's clock: what approval times are measured against.

@@ -3,6 +3,7 @@
 //!
 //! # Layout
 //! - [`catalog`]: the 31-row role table, declared once.
+//! - [`clients`]: HTTP clients' tokens (minted, digested, compared in constant time) and their store trait.
 //! - [`error`]: stable error codes with one fixed sentence each.
 //! - [`envelope`]: `{ok, data}` / `{ok, error}` results.
 //! - [`input`]: strict argument parsing (unknown fields refused, fields named, values never echoed).
@@ -29,6 +30,7 @@ pub mod approvals;
 pub mod audit;
 pub mod canonical;
 pub mod catalog;
+pub mod clients;
 pub mod config;
 pub mod display;
 pub mod env;

@@ -5,6 +5,7 @@
 //! - [`connect`]: picks the backend from `DATABASE_URL` (SQLite file by default).
 //! - [`postgres`] / [`sqlite`]: the two ledgers; each applies its migrations lazily, so a
 //!   database that is down at start only makes calls fail (`Unavailable`) until it returns.
+//! - `clients`: the HTTP clients and their sliding call windows (`care_core::clients::ClientStore`).
 //! - `shared`: the `Ledger` implementation both backends expand, written once.
 //! - `sql`: statement text; the per-backend `Dialect` reads the ledger's own clock.
 //! - `rows`: row records and their conversion to `care_core::ledger` types.
@@ -14,6 +15,7 @@
 //! - `error`: sqlx errors mapped to `LedgerError`.
 //! - [`test_support`] (feature `test-support`): throwaway databases for tests.
 
+mod clients;
 mod connect;
 mod error;
 pub mod postgres;

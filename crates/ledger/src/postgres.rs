@@ -75,7 +75,7 @@ impl PostgresLedger {
     }
 
     /// The pool, once migrations are applied.
-    async fn ready(&self) -> Result<&PgPool, LedgerError> {
+    pub(crate) async fn ready(&self) -> Result<&PgPool, LedgerError> {
         self.migrated
             .get_or_try_init(|| async { MIGRATOR.run(&self.pool).await.map_err(migrate) })
             .await?;
@@ -109,7 +109,7 @@ impl PostgresLedger {
 
     /// A transaction for read-then-write sequences; deciders also lock the row they read
     /// (`FOR UPDATE` in the dialect), which serialises them per approval.
-    async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, LedgerError> {
+    pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, LedgerError> {
         self.ready().await?.begin().await.map_err(db)
     }
 }

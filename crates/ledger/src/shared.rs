@@ -29,6 +29,10 @@ macro_rules! impl_ledger {
                 self.shutdown().await;
             }
 
+            fn client_store(&self) -> Option<&dyn care_core::clients::ClientStore> {
+                Some(self)
+            }
+
             async fn ping(&self) -> Result<(), LedgerError> {
                 sqlx::query(sql::PING)
                     .execute(self.ready().await?)

@@ -119,7 +119,7 @@ impl SqliteLedger {
     }
 
     /// The pool, once migrations are applied.
-    async fn ready(&self) -> Result<&SqlitePool, LedgerError> {
+    pub(crate) async fn ready(&self) -> Result<&SqlitePool, LedgerError> {
         self.migrated
             .get_or_try_init(|| async {
                 // Role processes may open a fresh file at once, and SQLite gives sqlx's migrator
@@ -182,7 +182,7 @@ impl SqliteLedger {
 
     /// A transaction that takes the write lock at once: a deferred one that read first could
     /// not upgrade after another process wrote (SQLITE_BUSY_SNAPSHOT, which no timeout waits out).
-    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, LedgerError> {
+    pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, LedgerError> {
         self.ready()
             .await?
             .begin_with("BEGIN IMMEDIATE")

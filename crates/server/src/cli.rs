@@ -10,16 +10,23 @@ use clap::{Parser, Subcommand};
 )]
 pub struct Cli {
     /// The role to serve (lead, reviews, insight, community, mail, ops). Beats CARE_ROLE.
+    /// `serve --http` takes it more than once, to serve several roles on one port.
     #[arg(long, global = true)]
-    pub role: Option<String>,
+    pub role: Vec<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve MCP over stdio (the default).
-    Serve,
+    /// Serve MCP over stdio (the default), or over Streamable HTTP with `--http`.
+    Serve(ServeArgs),
+    /// HTTP clients: each has a role, a call ceiling and a bearer token (its digest is stored
+    /// in the ledger, so every replica sharing the ledger sees the same clients).
+    Clients {
+        #[command(subcommand)]
+        action: ClientsCommand,
+    },
     /// Print the role's tool manifest as JSON: what `tools/list` serves (descriptions, input and
     /// output schemas, annotations) with each tool's domain, kind and capability labels.
     Tools,
@@ -59,6 +66,55 @@ pub enum SandboxCommand {
     },
 }
 
+/// How `serve` serves. Without `--http`, stdio and none of the other options apply.
+#[derive(Debug, Default, clap::Args)]
+pub struct ServeArgs {
+    /// Serve MCP over Streamable HTTP on ADDR:PORT (at /mcp; probes at /healthz, /readyz).
+    /// A non-loopback address needs --tls-cert/--tls-key or --behind-tls-proxy.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub http: Option<std::net::SocketAddr>,
+    /// PEM certificate chain for HTTPS (with --tls-key).
+    #[arg(long, requires = "tls_key", requires = "http")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// PEM private key for HTTPS (with --tls-cert).
+    #[arg(long, requires = "tls_cert", requires = "http")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Plain HTTP on a non-loopback address: a TLS-terminating proxy or ingress is in front.
+    #[arg(long, requires = "http", conflicts_with = "tls_cert")]
+    pub behind_tls_proxy: bool,
+    /// A Host (name or name:port) requests may carry, besides the loopback names; repeatable.
+    /// Other Host headers are refused (DNS rebinding).
+    #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
+    pub allowed_hosts: Vec<String>,
+    /// A browser Origin (scheme://host:port) allowed to call; repeatable. Requests carrying any
+    /// other Origin are refused; requests without one (non-browser clients) pass.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "http")]
+    pub allowed_origins: Vec<String>,
+    /// Seconds a session (Mcp-Session-Id) may sit idle before it is closed.
+    #[arg(long, default_value_t = crate::http::DEFAULT_SESSION_IDLE_SECS, requires = "http")]
+    pub session_idle_secs: u64,
+    /// No sessions: every request stands alone (any replica can answer any request).
+    #[arg(long, requires = "http")]
+    pub stateless: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClientsCommand {
+    /// Add a client with the role given by --role; prints its token once, on stdout.
+    Add {
+        name: String,
+        /// Calls per sliding 60-second window (default 600).
+        #[arg(long)]
+        rate: Option<u32>,
+    },
+    /// Every client: name, role, ceiling, created, rotated, revoked.
+    List,
+    /// Revoke a client: its token stops working on the next request, on every replica.
+    Revoke { name: String },
+    /// Replace a client's token (the old one stops working); prints the new one once.
+    Rotate { name: String },
+}
+
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
     /// Print a new keypair: nsec (secret), npub and hex public key.
@@ -95,6 +151,13 @@ pub enum ApprovalsCommand {
     Verify { id: String },
 }
 
+/// No subcommand means `serve` over stdio.
+impl Default for Command {
+    fn default() -> Self {
+        Command::Serve(ServeArgs::default())
+    }
+}
+
 /// The command line; or, when the binary runs under a wrapper's name (`care-mcp-<role>`, a
 /// link in the container image, which has no shell for the script wrappers), serving that
 /// role with every argument ignored, as the script wrappers do.
@@ -104,7 +167,7 @@ pub fn parse() -> Result<Cli, clap::Error> {
         .and_then(|arg0| wrapper_role(&arg0))
     {
         return Ok(Cli {
-            role: Some(role),
+            role: vec![role],
             command: None,
         });
     }

@@ -121,7 +121,33 @@ impl ServerHandler for CareServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        match self.gate.call(&request.name, request.arguments).await {
+        let answer = self.gate.call(&request.name, request.arguments).await;
+        Ok(Self::respond(answer)?.into())
+    }
+}
+
+impl CareServer {
+    /// The role's tools as `tools/list` serves them.
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// A call on behalf of an authenticated HTTP client (named in the audit row).
+    pub async fn call_as(
+        &self,
+        client: &str,
+        request: CallToolRequestParams,
+    ) -> Result<CallToolResult, ErrorData> {
+        let answer = self
+            .gate
+            .call_as(client, &request.name, request.arguments)
+            .await;
+        Self::respond(answer)
+    }
+
+    /// The protocol answer of the gate's answer.
+    fn respond(answer: GateAnswer) -> Result<CallToolResult, ErrorData> {
+        match answer {
             GateAnswer::UnknownTool => Err(ErrorData::invalid_params(UNKNOWN_TOOL_MESSAGE, None)),
             GateAnswer::Result { envelope, is_error } => {
                 let text = envelope.to_string();
@@ -131,7 +157,7 @@ impl ServerHandler for CareServer {
                     CallToolResult::success(vec![ContentBlock::text(text)])
                 };
                 result.structured_content = Some(envelope);
-                Ok(result.into())
+                Ok(result)
             }
         }
     }

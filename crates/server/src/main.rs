@@ -1,4 +1,5 @@
-//! The `care-mcp` binary: serves one role's tools over stdio, and the operator commands.
+//! The `care-mcp` binary: serves one role's tools over stdio (or several roles over
+//! Streamable HTTP, `serve --http`), and the operator commands.
 //!
 //! stdout carries only JSON-RPC while serving; everything else goes to stderr as JSON lines.
 
@@ -6,6 +7,7 @@ mod approval_channel;
 mod cli;
 mod commands;
 mod handler;
+mod http;
 mod logging;
 #[cfg(feature = "sandbox")]
 mod sandbox;
@@ -28,12 +30,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // One thread: a stdio session is one client whose requests arrive in sequence, and every
-    // hand-off between worker threads costs a cross-CPU wake-up (measured in bench/).
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    // One thread for stdio: a stdio session is one client whose requests arrive in sequence,
+    // and every hand-off between worker threads costs a cross-CPU wake-up (measured in
+    // bench/). HTTP serves many clients at once: a worker per core.
+    let http = matches!(&cli.command, Some(cli::Command::Serve(args)) if args.http.is_some());
+    let mut builder = if http {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(err) => {
             eprintln!("care-mcp: cannot start the async runtime: {err}");

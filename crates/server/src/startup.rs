@@ -23,8 +23,35 @@ use care_nostr::NostrSettings;
 #[error("{0}")]
 pub struct StartError(pub String);
 
-/// `--role` beats `CARE_ROLE`; missing or unknown is a start error.
-pub fn resolve_role(flag: Option<&str>) -> Result<Role, StartError> {
+/// `--role` beats `CARE_ROLE`; missing or unknown is a start error, and so is more than one
+/// `--role` (only `serve --http` serves several).
+pub fn resolve_role(flags: &[String]) -> Result<Role, StartError> {
+    match flags {
+        [] => one_role(None),
+        [flag] => one_role(Some(flag)),
+        _ => Err(StartError(
+            "more than one --role: only `serve --http` serves several roles".into(),
+        )),
+    }
+}
+
+/// The roles `serve --http` serves: every `--role` given (duplicates once), else the one of
+/// `CARE_ROLE`.
+pub fn resolve_roles(flags: &[String]) -> Result<Vec<Role>, StartError> {
+    if flags.is_empty() {
+        return Ok(vec![one_role(None)?]);
+    }
+    let mut roles = Vec::new();
+    for flag in flags {
+        let role = one_role(Some(flag))?;
+        if !roles.contains(&role) {
+            roles.push(role);
+        }
+    }
+    Ok(roles)
+}
+
+fn one_role(flag: Option<&str>) -> Result<Role, StartError> {
     let from_env = std::env::var("CARE_ROLE").ok().filter(|v| !v.is_empty());
     let name = flag.map(str::to_owned).or(from_env).ok_or_else(|| {
         StartError(

@@ -70,7 +70,7 @@ pub async fn run(role: Role) -> Result<ExitCode, StartError> {
     }
 }
 
-async fn finish_writes(gate: &care_core::gate::Gate) {
+pub(crate) async fn finish_writes(gate: &care_core::gate::Gate) {
     let in_flight = gate.writes_in_flight();
     if !gate.drain(STOP_GRACE).await {
         tracing::error!(
@@ -86,7 +86,7 @@ async fn finish_writes(gate: &care_core::gate::Gate) {
 }
 
 /// SIGTERM or SIGINT.
-async fn stop_requested() {
+pub(crate) async fn stop_requested() {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),

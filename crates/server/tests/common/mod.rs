@@ -15,6 +15,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+pub mod http;
+
 use care_fakes::Upstream;
 use serde_json::{Map, Value, json};
 

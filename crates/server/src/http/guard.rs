@@ -1,0 +1,299 @@
+//! The guard in front of `/mcp`: every request authenticates with its bearer token (looked up
+//! in the ledger on each request, so a revocation holds from the next request on every
+//! replica), and every `tools/call` counts against the client's ceiling. Refusals are fixed
+//! answers with an audit row naming the client (or `unauthenticated`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use care_core::catalog::{self, Role};
+use care_core::clients::{self, ClientRow, RateVerdict};
+use care_core::envelope;
+use care_core::error::{ErrorCode, ToolError};
+use care_core::gate::Gate;
+use care_core::ledger::{AuditRecord, Ledger};
+use serde_json::{Map, Value, json};
+
+use super::service::Caller;
+
+/// The one body of every 401: it says nothing about why.
+pub const UNAUTHORIZED_BODY: &str = "{\"error\":\"unauthorized\"}";
+/// A valid client whose role this process does not serve.
+pub const FORBIDDEN_BODY: &str = "{\"error\":\"forbidden\"}";
+const UNAVAILABLE_BODY: &str = "{\"error\":\"ledger unavailable\"}";
+/// Larger bodies are refused before parsing (rmcp's own limit is the same 4 MiB).
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// Audit codes of refusals that never reach a tool (the caller sees only the HTTP status).
+const UNAUTHENTICATED: &str = "UNAUTHENTICATED";
+const REVOKED: &str = "CLIENT_REVOKED";
+const ROLE_NOT_SERVED: &str = "ROLE_NOT_SERVED";
+/// The audit's client for a request that named no live client.
+const NOBODY: &str = "unauthenticated";
+
+/// What the guard needs: the served roles' gates (for their auditors) and the ledger.
+#[derive(Debug)]
+pub struct Guard {
+    pub gates: Vec<(Role, Arc<Gate>)>,
+    pub ledger: Arc<dyn Ledger>,
+}
+
+impl Guard {
+    fn gate(&self, role: Option<Role>) -> &Arc<Gate> {
+        let found = role.and_then(|r| self.gates.iter().find(|(g, _)| *g == r));
+        // `gates` is never empty: `http::run` serves at least one role.
+        &found.unwrap_or(&self.gates[0]).1
+    }
+}
+
+/// The parts of a JSON-RPC message the guard looks at.
+struct Peek {
+    id: Value,
+    /// The tool name of a `tools/call`.
+    tool: Option<String>,
+    arguments: Value,
+}
+
+impl Peek {
+    fn of(body: &[u8]) -> Option<Peek> {
+        let message: Value = serde_json::from_slice(body).ok()?;
+        let message = message.as_object()?;
+        let is_call = message.get("method").and_then(Value::as_str) == Some("tools/call");
+        let params = message.get("params");
+        Some(Peek {
+            id: message.get("id").cloned().unwrap_or(Value::Null),
+            tool: is_call.then(|| {
+                params
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned()
+            }),
+            arguments: params
+                .and_then(|p| p.get("arguments"))
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new())),
+        })
+    }
+
+    /// The audit's tool column: a catalog name, `unknown`, or `-` for a request that is not
+    /// a tool call (never a free-form name).
+    fn audit_tool(&self) -> &'static str {
+        match &self.tool {
+            Some(name) => catalog::lookup(name).map_or("unknown", |e| e.name),
+            None => "-",
+        }
+    }
+}
+
+pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let (mut parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
+        return (StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large").into_response();
+    };
+    // A JSON-RPC batch (removed from MCP in 2025-06-18) could hide calls from the ceiling.
+    if bytes.first() == Some(&b'[') {
+        return (
+            StatusCode::BAD_REQUEST,
+            "JSON-RPC batches are not supported",
+        )
+            .into_response();
+    }
+    let peek = Peek::of(&bytes);
+    let client = match authenticate(&guard, &parts.headers).await {
+        Ok(client) => client,
+        Err(refusal) => {
+            let (role, name, code, status, body) = match &refusal {
+                Refusal::Unknown => (
+                    None,
+                    NOBODY,
+                    UNAUTHENTICATED,
+                    StatusCode::UNAUTHORIZED,
+                    UNAUTHORIZED_BODY,
+                ),
+                Refusal::Revoked(row) => (
+                    Role::parse(&row.role),
+                    row.name.as_str(),
+                    REVOKED,
+                    StatusCode::UNAUTHORIZED,
+                    UNAUTHORIZED_BODY,
+                ),
+                Refusal::Unavailable => (
+                    None,
+                    NOBODY,
+                    ErrorCode::LedgerUnavailable.as_str(),
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    UNAVAILABLE_BODY,
+                ),
+            };
+            audit_refusal(&guard, role, name, code, peek.as_ref(), started).await;
+            return fixed(status, body);
+        }
+    };
+    let Some(role) = Role::parse(&client.role).filter(|r| guard.gates.iter().any(|(g, _)| g == r))
+    else {
+        audit_refusal(
+            &guard,
+            None,
+            &client.name,
+            ROLE_NOT_SERVED,
+            peek.as_ref(),
+            started,
+        )
+        .await;
+        return fixed(StatusCode::FORBIDDEN, FORBIDDEN_BODY);
+    };
+    if let Some(call) = peek.as_ref().filter(|p| p.tool.is_some()) {
+        let refused = match guard.ledger.client_store() {
+            None => Some((ErrorCode::LedgerUnavailable, None)),
+            Some(store) => match store.take_call(&client.name).await {
+                Ok(RateVerdict::Allowed) => None,
+                Ok(RateVerdict::Limited { retry_after }) => {
+                    Some((ErrorCode::RateLimited, Some(retry_after.as_secs() + 1)))
+                }
+                Ok(RateVerdict::Gone) => {
+                    // Revoked between the lookup and the count.
+                    audit_refusal(
+                        &guard,
+                        Some(role),
+                        &client.name,
+                        REVOKED,
+                        Some(call),
+                        started,
+                    )
+                    .await;
+                    return fixed(StatusCode::UNAUTHORIZED, UNAUTHORIZED_BODY);
+                }
+                Err(e) => {
+                    tracing::warn!(client = %client.name, error = %e, "call window not counted");
+                    Some((ErrorCode::LedgerUnavailable, None))
+                }
+            },
+        };
+        if let Some((code, retry_after)) = refused {
+            audit_refusal(
+                &guard,
+                Some(role),
+                &client.name,
+                code.as_str(),
+                Some(call),
+                started,
+            )
+            .await;
+            return tool_refusal(&call.id, code, retry_after);
+        }
+    }
+    parts.extensions.insert(Caller {
+        name: client.name,
+        role,
+    });
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+enum Refusal {
+    /// No token, a malformed one, or none the ledger knows (or a wrong secret).
+    Unknown,
+    Revoked(ClientRow),
+    Unavailable,
+}
+
+async fn authenticate(guard: &Guard, headers: &HeaderMap) -> Result<ClientRow, Refusal> {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, token) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        })
+        .ok_or(Refusal::Unknown)?;
+    let (key_id, secret) = clients::parse_token(token).ok_or(Refusal::Unknown)?;
+    let store = guard.ledger.client_store().ok_or(Refusal::Unavailable)?;
+    let row = match store.client_by_key(key_id).await {
+        Ok(Some(row)) => row,
+        Ok(None) => return Err(Refusal::Unknown),
+        Err(e) => {
+            tracing::warn!(error = %e, "client lookup failed");
+            return Err(Refusal::Unavailable);
+        }
+    };
+    if !clients::secret_matches(&row, secret) {
+        return Err(Refusal::Unknown);
+    }
+    if row.revoked_at.is_some() {
+        return Err(Refusal::Revoked(row));
+    }
+    Ok(row)
+}
+
+async fn audit_refusal(
+    guard: &Guard,
+    role: Option<Role>,
+    client: &str,
+    code: &str,
+    peek: Option<&Peek>,
+    started: Instant,
+) {
+    let services = guard.gate(role).services();
+    let tool = peek.map_or("-", Peek::audit_tool);
+    let empty = Value::Object(Map::new());
+    let digest = services
+        .auditor
+        .digest(tool, peek.map_or(&empty, |p| &p.arguments));
+    let record = AuditRecord {
+        at: (services.clock)(),
+        role: role.map_or("-", Role::as_str).to_owned(),
+        client: client.to_owned(),
+        tool: tool.to_owned(),
+        outcome: "error".to_owned(),
+        error_code: Some(code.to_owned()),
+        approval_id: None,
+        duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        args_digest: digest,
+    };
+    services.auditor.record(&record).await;
+}
+
+fn fixed(status: StatusCode, body: &'static str) -> Response {
+    let mut response = (status, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if status == StatusCode::UNAUTHORIZED {
+        headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    response
+}
+
+/// A `tools/call` refused before the tool: the tool result every client reads (the envelope
+/// with the code), with `Retry-After` when waiting helps. HTTP 200, so the session goes on.
+fn tool_refusal(id: &Value, code: ErrorCode, retry_after_secs: Option<u64>) -> Response {
+    let envelope = envelope::failure(&ToolError::new(code));
+    let message = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "result": {
+            "content": [{"type": "text", "text": envelope.to_string()}],
+            "structuredContent": envelope,
+            "isError": true,
+        }
+    });
+    let mut response = (StatusCode::OK, Bytes::from(message.to_string())).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let Some(secs) = retry_after_secs {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    response
+}

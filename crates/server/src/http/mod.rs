@@ -1,0 +1,216 @@
+//! `care-mcp serve --http ADDR:PORT`: MCP over Streamable HTTP (rmcp's server transport) at
+//! `/mcp` for the roles named, with `/healthz` and `/readyz` for probes.
+//!
+//! - Loopback by default; another address only with TLS (`--tls-cert/--tls-key`) or
+//!   `--behind-tls-proxy`.
+//! - Host and Origin are checked by rmcp (DNS rebinding): loopback names plus `--allowed-host`;
+//!   browser Origins only from loopback and `--allowed-origin`.
+//! - Every `/mcp` request passes the [`guard`]: bearer token, client role, ceiling.
+//! - Sessions (`Mcp-Session-Id`, protocol versions before 2026-07-28) close after
+//!   `--session-idle-secs` without a request; `--stateless` serves without sessions.
+//! - SIGTERM/SIGINT: new calls are refused, writes in flight finish, sessions close, audit rows
+//!   are flushed.
+
+mod guard;
+mod service;
+mod tls;
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use care_core::catalog::Role;
+use care_core::gate::Gate;
+use care_core::ledger::Ledger;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::ServeArgs;
+use crate::commands::serve::{STOP_GRACE, finish_writes, stop_requested};
+use crate::handler::CareServer;
+use crate::startup::{StartError, build_gate};
+
+/// Default idle time of a session: longer than the 10-minute span agent hosts and proxies
+/// leave a connection quiet, so an agent that thinks for a while keeps its session.
+pub const DEFAULT_SESSION_IDLE_SECS: u64 = 30 * 60;
+
+/// Names every deployment accepts in `Host`, whatever `--allowed-host` adds.
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+/// Browser pages served from this machine, whatever `--allowed-origin` adds: a rebinding page
+/// carries its own (foreign) Origin, never a loopback one.
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
+
+pub async fn run(roles: Vec<Role>, args: ServeArgs) -> Result<ExitCode, StartError> {
+    let Some(addr) = args.http else {
+        return Err(StartError("serve over HTTP needs --http ADDR:PORT".into()));
+    };
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tls::server_config(cert, key).map_err(StartError)?),
+        _ => None,
+    };
+    if !addr.ip().is_loopback() && tls.is_none() && !args.behind_tls_proxy {
+        return Err(StartError(
+            "a non-loopback --http address needs --tls-cert and --tls-key, or \
+             --behind-tls-proxy when a TLS-terminating proxy is in front"
+                .into(),
+        ));
+    }
+    if args.session_idle_secs == 0 {
+        return Err(StartError("--session-idle-secs must be at least 1".into()));
+    }
+
+    let mut gates = Vec::new();
+    for role in &roles {
+        gates.push((*role, Arc::new(build_gate(*role).await?)));
+    }
+    let ledger = Arc::clone(&gates[0].1.services().ledger);
+    if ledger.client_store().is_none() {
+        return Err(StartError("this ledger does not store HTTP clients".into()));
+    }
+    let stop = CancellationToken::new();
+    let app = router(&gates, &ledger, &args, stop.child_token());
+
+    let tcp = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| StartError(format!("cannot listen on {addr}: {e}")))?;
+    let local = tcp
+        .local_addr()
+        .map_err(|e| StartError(format!("cannot listen on {addr}: {e}")))?;
+    tracing::info!(
+        addr = %local,
+        roles = ?roles.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+        tls = tls.is_some(),
+        stateless = args.stateless,
+        session_idle_secs = args.session_idle_secs,
+        ledger = ledger.backend(),
+        "serving on http"
+    );
+    let shutdown = {
+        let gates = gates.clone();
+        let stop = stop.clone();
+        async move {
+            stop_requested().await;
+            tracing::info!("stop requested: refusing new calls, finishing writes in flight");
+            for (_, gate) in &gates {
+                finish_writes(gate).await;
+            }
+            stop.cancel();
+        }
+    };
+    let served = match tls {
+        Some(config) => {
+            let listener = tls::TlsListener::new(tcp, config)
+                .map_err(|e| StartError(format!("cannot listen on {addr}: {e}")))?;
+            bounded(
+                axum::serve(listener, app).with_graceful_shutdown(shutdown),
+                &stop,
+            )
+            .await
+        }
+        None => {
+            bounded(
+                axum::serve(tcp, app).with_graceful_shutdown(shutdown),
+                &stop,
+            )
+            .await
+        }
+    };
+    for (_, gate) in &gates {
+        gate.services().auditor.flush().await;
+        gate.services().ledger.close().await;
+    }
+    match served {
+        Ok(()) => {
+            tracing::info!("http server stopped");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "http server failed");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// Runs the server; once the stop is under way, connections get [`STOP_GRACE`] to close.
+async fn bounded(
+    server: impl std::future::IntoFuture<Output = std::io::Result<()>>,
+    stop: &CancellationToken,
+) -> std::io::Result<()> {
+    let server = server.into_future();
+    tokio::pin!(server);
+    tokio::select! {
+        ended = &mut server => ended,
+        () = async { stop.cancelled().await; tokio::time::sleep(STOP_GRACE).await } => {
+            tracing::warn!("connections still open at the stop grace; closing them");
+            Ok(())
+        }
+    }
+}
+
+fn router(
+    gates: &[(Role, Arc<Gate>)],
+    ledger: &Arc<dyn Ledger>,
+    args: &ServeArgs,
+    stop: CancellationToken,
+) -> Router {
+    let servers: BTreeMap<Role, CareServer> = gates
+        .iter()
+        .map(|(role, gate)| (*role, CareServer::new(Arc::clone(gate))))
+        .collect();
+    let server = service::HttpServer::new(servers);
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(Duration::from_secs(args.session_idle_secs));
+    let hosts: Vec<String> = LOOPBACK_HOSTS
+        .iter()
+        .map(|h| (*h).to_owned())
+        .chain(args.allowed_hosts.iter().cloned())
+        .collect();
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(
+            LOOPBACK_ORIGINS
+                .iter()
+                .map(|o| (*o).to_owned())
+                .chain(args.allowed_origins.iter().cloned()),
+        )
+        .enforce_origin_validation()
+        .with_legacy_session_mode(!args.stateless)
+        .with_json_response(args.stateless)
+        .with_cancellation_token(stop);
+    let mcp = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), config);
+    let guard = Arc::new(guard::Guard {
+        gates: gates.to_vec(),
+        ledger: Arc::clone(ledger),
+    });
+    let mcp = Router::new()
+        .route_service("/mcp", mcp)
+        .layer(axum::middleware::from_fn_with_state(guard, guard::guard));
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz).with_state(Arc::clone(ledger)))
+        .merge(mcp)
+}
+
+/// Ready when the ledger answers (and its migrations are applied).
+async fn readyz(State(ledger): State<Arc<dyn Ledger>>) -> (StatusCode, &'static str) {
+    match ledger.ping().await {
+        Ok(()) => (StatusCode::OK, "ready"),
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness: ledger unreachable");
+            (StatusCode::SERVICE_UNAVAILABLE, "ledger unavailable")
+        }
+    }
+}
