@@ -94,7 +94,7 @@ fn the_community_role_serves_discourse_over_stdio() {
     finished.assert_stdout_is_protocol();
     let fake = sandbox.fake::<FakeDiscourse>();
     let key = fake.api_key();
-    assert!(!finished.stdout().contains(key) && !finished.stderr.contains(key));
+    assert!(!finished.stdout().contains(&key) && !finished.stderr.contains(&key));
     let requests = fake.requests();
     assert!(!requests.is_empty());
     assert!(requests.iter().all(|r| r.authorized && r.method == "GET"));
