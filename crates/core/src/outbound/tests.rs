@@ -223,8 +223,9 @@ fn debug_and_display_never_show_secret_values() {
 
 #[test]
 fn a_learned_secret_is_refused_by_every_clone_and_the_old_one_still_is() {
-    let old = format!("{}{}", "sk-demo-", "rotated-old-0001");
-    let new = format!("{}{}", "sk-demo-", "rotated-new-0002");
+    // Not token-shaped, so only the own-secret check can refuse them.
+    let old = format!("{}{}", "correct-horse-", "rotated-old");
+    let new = format!("{}{}", "correct-horse-", "rotated-new");
     let s = OutboundScanner::new(vec![old.clone()]);
     let clone = s.clone();
     assert_eq!(clone.scan(&format!("key {new}")), Ok(()));
