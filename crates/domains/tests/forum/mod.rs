@@ -34,8 +34,11 @@ pub struct Options {
     pub extra_env: Vec<(&'static str, String)>,
     /// Given the fake's key, writes it where the test wants and returns the path to use as
     /// `CARE_DISCOURSE_API_KEY_FILE` (rotation tests); a plain file in a temp dir otherwise.
-    pub key_file: Option<Box<dyn FnOnce(&str) -> std::path::PathBuf>>,
+    pub key_file: Option<KeyPlacer>,
 }
+
+/// See [`Options::key_file`].
+pub type KeyPlacer = Box<dyn FnOnce(&str) -> std::path::PathBuf>;
 
 impl Default for Options {
     fn default() -> Self {
