@@ -58,6 +58,8 @@ fn set_server_password(h: &Harness, password: &str) {
                 .set_modified(stamp)
                 .unwrap();
             std::fs::rename(&tmp, &path).unwrap();
+            // And it looks at the file at most once a second: let that second pass.
+            std::thread::sleep(Duration::from_millis(1100));
         }
     }
 }
