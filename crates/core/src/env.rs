@@ -6,8 +6,10 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::ops::RangeInclusive;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::sync::Arc;
+
+use crate::rotation::{RotatingSecret, SecretCheck};
 
 pub use secrecy::{ExposeSecret, SecretString};
 
@@ -233,6 +235,28 @@ impl<'a> EnvReader<'a> {
         }
     }
 
+    /// A credential read from the file the variable names, with the same checks as
+    /// [`EnvReader::secret_file`] and then `check` (its shape), and re-read whenever the file
+    /// changes (see [`crate::rotation`]).
+    pub fn rotating_secret_file(
+        &mut self,
+        name: &str,
+        needed_by: Option<&str>,
+        check: SecretCheck,
+    ) -> Option<Arc<RotatingSecret>> {
+        let path = match needed_by {
+            Some(who) => self.required(name, who),
+            None => self.optional(name),
+        }?;
+        match RotatingSecret::open(name, Path::new(&path), check) {
+            Ok(secret) => Some(Arc::new(secret)),
+            Err(reason) => {
+                self.problem(format!("{name} {reason}"));
+                None
+            }
+        }
+    }
+
     /// Done: `Err` with every problem, in the order found.
     pub fn finish(self) -> Result<(), Vec<String>> {
         if self.problems.is_empty() {
@@ -244,16 +268,7 @@ impl<'a> EnvReader<'a> {
 }
 
 fn read_secret_file(path: &Path) -> Result<String, &'static str> {
-    let meta = std::fs::metadata(path).map_err(|_| "names a file that cannot be read")?;
-    if !meta.is_file() || meta.len() > MAX_SECRET_FILE_BYTES {
-        return Err("names something that is not a secret file");
-    }
-    // World-readable, or writable by anyone but the owner: refused, like ssh does for keys.
-    if meta.permissions().mode() & 0o027 != 0 {
-        return Err("names a file others can read or change: chmod 600 (or 640) it");
-    }
-    let text = std::fs::read_to_string(path).map_err(|_| "names a file that cannot be read")?;
-    Ok(text)
+    crate::rotation::read_secret_file(path).map(|(text, _)| text)
 }
 
 /// `https://host…`, or `http://` for loopback; no userinfo, query or fragment.
@@ -275,6 +290,7 @@ pub fn is_upstream_url(text: &str) -> bool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn reader_over(env: &MapEnv) -> EnvReader<'_> {
         EnvReader::new(env)

@@ -23,6 +23,7 @@
 //! - [`env`]: typed reading of configuration (problems by name, secrets unprintable).
 //! - [`config`]: the core's `CARE_*` configuration.
 //! - [`variables`]: every variable each role reads, declared once.
+//! - [`rotation`]: credentials from `*_FILE` variables, re-read when their file changes.
 //! - [`registrar`]: what a domain registers (tools, secrets) and the ticket port it gets.
 
 pub mod approval_channel;
@@ -44,6 +45,7 @@ pub mod ledger_tools;
 pub mod outbound;
 pub mod pipeline;
 pub mod registrar;
+pub mod rotation;
 pub mod schema;
 #[cfg(feature = "test-support")]
 pub mod testkit;

@@ -12,6 +12,7 @@ use crate::catalog::Role;
 use crate::env::{ExposeSecret, SecretString};
 use crate::ledger::{Ledger, LedgerError, SupportChannel, Ticket};
 use crate::pipeline::{ExternalWrite, ExternalWriteTool, WritePlanner};
+use crate::rotation::RotatingSecret;
 use crate::tool::{Read, ReadTool, Services, ToolHandler, catalog_entry};
 
 /// The only part of the ledger a domain may use: SLA tickets (a customer conversation awaiting
@@ -74,6 +75,7 @@ pub struct Registrar {
     reads: Vec<Arc<dyn ToolHandler>>,
     writes: Vec<PendingWrite>,
     secrets: Vec<SecretString>,
+    rotating: Vec<Arc<RotatingSecret>>,
 }
 
 impl std::fmt::Debug for Registrar {
@@ -83,6 +85,7 @@ impl std::fmt::Debug for Registrar {
             .field("reads", &self.reads.len())
             .field("writes", &self.writes.len())
             .field("secrets", &self.secrets.len())
+            .field("rotating", &self.rotating.len())
             .finish()
     }
 }
@@ -111,6 +114,7 @@ impl Registrar {
             reads: Vec::new(),
             writes: Vec::new(),
             secrets: Vec::new(),
+            rotating: Vec::new(),
         }
     }
 
@@ -145,16 +149,27 @@ impl Registrar {
         self.secrets.push(secret.clone());
     }
 
+    /// A credential re-read when its file changes: the outbound scan refuses every value it
+    /// takes (the process's scanner watches it from [`Registrar::finish`] on).
+    pub fn rotating_secret(&mut self, secret: &Arc<RotatingSecret>) {
+        self.rotating.push(Arc::clone(secret));
+    }
+
     /// The credentials declared so far, for the outbound scanner.
     pub fn secret_values(&self) -> Vec<String> {
         self.secrets
             .iter()
             .map(|s| s.expose_secret().to_owned())
+            .chain(self.rotating.iter().filter_map(|s| s.value_now()))
             .collect()
     }
 
-    /// Attaches the services to every registered tool.
+    /// Attaches the services to every registered tool, and the outbound scanner to every
+    /// rotating credential.
     pub fn finish(self, services: &Arc<Services>) -> Registered {
+        for secret in &self.rotating {
+            secret.watch(services.scanner.clone());
+        }
         let mut handlers = self.reads;
         let mut planners = Vec::new();
         for pending in self.writes {

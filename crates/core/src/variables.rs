@@ -92,6 +92,9 @@ pub const ALL: &[Variable] = &[
     var("CARE_APPROVAL_CHANNEL", Approving, Required, Plain),
     var("CARE_ASC_ISSUER_ID", ASC, Required, Plain),
     var("CARE_ASC_KEY_ID", ASC, Required, Plain),
+    // Instead of CARE_ASC_KEY_ID (exactly one): re-read when it changes, as a rotated key
+    // comes with a new id.
+    var("CARE_ASC_KEY_ID_FILE", ASC, Optional, SecretFile),
     var("CARE_ASC_PRIVATE_KEY_FILE", ASC, Required, SecretFile),
     var("CARE_ASC_APP_IDS", ASC, Required, Plain),
     var("CARE_ASC_BASE_URL", ASC, Optional, Plain),

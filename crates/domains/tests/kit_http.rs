@@ -16,9 +16,8 @@ use axum::routing::get;
 use care_core::env::SecretString;
 use care_core::error::ErrorCode;
 use care_domains::kit::status::code_shaped;
-use care_domains::kit::{Auth, ClientSpec, HeaderAuth, HttpClient, Limits};
+use care_domains::kit::{Auth, ClientSpec, HeaderAuth, HttpClient, Limits, Presented};
 use care_fakes::http::{Dialect, Failure, FakeServer};
-use reqwest::header::{HeaderName, HeaderValue};
 
 const KEY: &str = "sk-demo-kit-api-key-0001";
 
@@ -276,7 +275,7 @@ struct CountingAuth {
 }
 
 impl Auth for CountingAuth {
-    fn headers(&self) -> Result<Vec<(HeaderName, HeaderValue)>, care_core::error::ToolError> {
+    fn headers(&self) -> Result<Presented, care_core::error::ToolError> {
         key_auth().headers()
     }
     fn refused(&self) {

@@ -94,9 +94,77 @@ fn the_community_role_serves_discourse_over_stdio() {
     finished.assert_stdout_is_protocol();
     let fake = sandbox.fake::<FakeDiscourse>();
     let key = fake.api_key();
-    assert!(!finished.stdout().contains(key) && !finished.stderr.contains(key));
+    assert!(!finished.stdout().contains(&key) && !finished.stderr.contains(&key));
     let requests = fake.requests();
     assert!(!requests.is_empty());
     assert!(requests.iter().all(|r| r.authorized && r.method == "GET"));
     assert!(fake.sent_posts().is_empty());
+}
+
+/// Rewrites the key file in place, mode 0600.
+fn write_key(path: &std::path::Path, key: &str) {
+    std::fs::write(path, format!("{key}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+#[test]
+fn a_rotated_key_file_is_used_mid_session_and_a_revoked_stale_key_fails_closed() {
+    let sandbox = Sandbox::new();
+    let fake = sandbox.fake::<FakeDiscourse>();
+    let key_file = sandbox.path().join("rotating-api-key");
+    let first = fake.api_key();
+    write_key(&key_file, &first);
+    let mut cmd = sandbox.serve_command("community");
+    cmd.env("CARE_DISCOURSE_API_KEY_FILE", &key_file);
+    let mut session = Session::start(cmd);
+    session.call_ok("discourse_latest_topics", json!({}));
+
+    // Rotated in Discourse and in the file: the running process uses the new key.
+    let second = fake.rotate_api_key();
+    write_key(&key_file, &second);
+    session.call_ok("discourse_latest_topics", json!({}));
+    for key in [&first, &second] {
+        let error = session.call_err(
+            "discourse_post_reply",
+            json!({"topic_id": TOPIC_UNANSWERED, "body": format!("Thanks for the report! Our key is {key}."), "locale": "en-US"}),
+        );
+        assert_eq!(error["code"], "OUTBOUND_BLOCKED");
+    }
+
+    // The file goes away: the key in use is kept while Discourse takes it, and stderr says so.
+    std::fs::remove_file(&key_file).unwrap();
+    session.call_ok("discourse_latest_topics", json!({}));
+    // Discourse revokes it: refused, then dropped; calls fail closed until the file is back.
+    let third = fake.rotate_api_key();
+    for _ in 0..2 {
+        let error = session.call_err("discourse_latest_topics", json!({}));
+        assert_eq!(error["code"], "UPSTREAM_REJECTED");
+    }
+    write_key(&key_file, &third);
+    session.call_ok("discourse_latest_topics", json!({}));
+
+    let finished = session.finish();
+    assert_eq!(finished.code(), Some(0), "{}", finished.stderr);
+    finished.assert_stdout_is_protocol();
+    finished.assert_stderr_is_json_lines();
+    let about_the_file: Vec<&str> = finished
+        .stderr_lines()
+        .into_iter()
+        .filter(|l| l.contains("\"variable\":\"CARE_DISCOURSE_API_KEY_FILE\""))
+        .collect();
+    for said in [
+        "the new credential is in use",
+        "keeping the previous credential until its upstream refuses it",
+        "calls fail until it can",
+    ] {
+        assert!(
+            about_the_file.iter().any(|l| l.contains(said)),
+            "{said}: {}",
+            finished.stderr
+        );
+    }
+    for key in [&first, &second, &third] {
+        assert!(!finished.stdout().contains(key.as_str()));
+        assert!(!finished.stderr.contains(key.as_str()));
+    }
 }

@@ -225,7 +225,7 @@ fn encoded_forms_of_short_secrets_stay_quiet() {
     // An 8-byte secret's base64 is under MIN_ENCODED_CHARS in every alignment: not matched.
     let secret = format!("{}{}", "sk-", "demo8");
     let s = OutboundScanner::new(vec![secret.clone()]);
-    assert_eq!(s.own_secrets.len(), 1);
+    assert_eq!(s.own_secrets().len(), 1);
     assert_eq!(s.scan(&secret), Err(OutboundFinding::OwnSecret));
     assert_eq!(
         s.scan(&hex::encode(&secret)),

@@ -50,8 +50,8 @@
 //! with ordinary words: hex forms always qualify (an 8-character secret is 16 digits or more);
 //! base64 forms qualify in every position for secrets of 10 bytes or more.
 //!
-//! The own secrets' needles are built once, in [`OutboundScanner::new`], into two
-//! Aho-Corasick matchers (case-sensitive, and ASCII case-insensitive for hex); a scan is a few
+//! The own secrets' needles are built in [`OutboundScanner::new`] (and rebuilt when a rotated
+//! credential is [learned](OutboundScanner::learn)) into two Aho-Corasick matchers (case-sensitive, and ASCII case-insensitive for hex); a scan is a few
 //! linear passes over the text, and ASCII text without `%` is scanned once.
 
 mod normalize;
@@ -59,6 +59,7 @@ mod own_secrets;
 mod patterns;
 
 use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use own_secrets::OwnSecrets;
 use patterns::PATTERNS;
@@ -121,16 +122,25 @@ impl OutboundFinding {
 }
 
 /// Scans outgoing text for secrets; see the module documentation for what it looks for.
+///
+/// Clones share their own secrets: a value one of them [learns](OutboundScanner::learn) (a
+/// rotated credential) is refused by all.
 #[derive(Clone)]
 pub struct OutboundScanner {
-    own_secrets: OwnSecrets,
+    shared: Arc<RwLock<Known>>,
+}
+
+/// The own secrets' values (kept to rebuild the matchers when one is learned) and matchers.
+struct Known {
+    values: Vec<String>,
+    matchers: Arc<OwnSecrets>,
 }
 
 impl fmt::Debug for OutboundScanner {
     /// Shows how many own secrets are held, never their values.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OutboundScanner")
-            .field("own_secrets", &self.own_secrets.len())
+            .field("own_secrets", &self.own_secrets().len())
             .finish()
     }
 }
@@ -141,17 +151,35 @@ impl OutboundScanner {
     #[must_use]
     pub fn new(own_secrets: Vec<String>) -> Self {
         Self {
-            own_secrets: OwnSecrets::new(own_secrets),
+            shared: Arc::new(RwLock::new(Known {
+                matchers: Arc::new(OwnSecrets::new(own_secrets.clone())),
+                values: own_secrets,
+            })),
         }
+    }
+
+    /// Adds an own secret (a credential re-read after rotation); every value learned before
+    /// stays refused, so text carrying a revoked credential is still blocked.
+    pub fn learn(&self, secret: &str) {
+        let mut known = self.shared.write().unwrap_or_else(PoisonError::into_inner);
+        if known.values.iter().any(|v| v == secret) {
+            return;
+        }
+        known.values.push(secret.to_owned());
+        known.matchers = Arc::new(OwnSecrets::new(known.values.clone()));
+    }
+
+    fn own_secrets(&self) -> Arc<OwnSecrets> {
+        let known = self.shared.read().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(&known.matchers)
     }
 
     /// `Ok` if `text` may leave the server, else the first kind of secret found.
     pub fn scan(&self, text: &str) -> Result<(), OutboundFinding> {
         let views = normalize::views(text);
+        let own_secrets = self.own_secrets();
         // Own secrets first, in every view: that finding is the most precise one.
-        views
-            .iter()
-            .try_for_each(|view| self.own_secrets.check(view))?;
+        views.iter().try_for_each(|view| own_secrets.check(view))?;
         views.iter().try_for_each(|view| patterns::check(view))
     }
 

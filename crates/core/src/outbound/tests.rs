@@ -186,7 +186,7 @@ fn own_secrets_are_blocked_exactly_and_case_sensitively() {
     assert_eq!(s.scan(&secret.to_uppercase()), Ok(()));
     // Short and empty values are ignored, so ordinary words pass.
     assert_eq!(s.scan("a short reply"), Ok(()));
-    assert_eq!(s.own_secrets.len(), 1);
+    assert_eq!(s.own_secrets().len(), 1);
 }
 
 #[test]
@@ -219,4 +219,27 @@ fn debug_and_display_never_show_secret_values() {
     assert!(!format!("{s:?}").contains(&secret));
     let finding = s.scan(&secret).unwrap_err();
     assert!(!format!("{finding} {finding:?}").contains(&secret));
+}
+
+#[test]
+fn a_learned_secret_is_refused_by_every_clone_and_the_old_one_still_is() {
+    // Not token-shaped, so only the own-secret check can refuse them.
+    let old = format!("{}{}", "correct-horse-", "rotated-old");
+    let new = format!("{}{}", "correct-horse-", "rotated-new");
+    let s = OutboundScanner::new(vec![old.clone()]);
+    let clone = s.clone();
+    assert_eq!(clone.scan(&format!("key {new}")), Ok(()));
+    s.learn(&new);
+    s.learn(&new);
+    for scanner in [&s, &clone] {
+        assert_eq!(
+            scanner.scan(&format!("key {new}")),
+            Err(OutboundFinding::OwnSecret)
+        );
+        assert_eq!(
+            scanner.scan(&format!("key {old}")),
+            Err(OutboundFinding::OwnSecret)
+        );
+        assert_eq!(scanner.own_secrets().len(), 2);
+    }
 }

@@ -1,20 +1,21 @@
 //! The App Store Connect client, built from the upstream kit: ES256 bearer tokens from the
-//! cache (renewed after a 401), App Store Connect's limits, Apple's error code kept for stderr.
+//! cache (renewed after a 401, replaced with their signer when the key file rotates), App Store Connect's limits, Apple's error code kept for stderr.
 //! Reads are public; the one write (`create_response`, in `api`) takes the pipeline's permit.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::Utc;
-use reqwest::header::{HeaderName, HeaderValue};
+use reqwest::StatusCode;
 use serde_json::Value;
 
-use care_core::env::ExposeSecret;
+use care_core::env::{ExposeSecret, SecretString};
 use care_core::error::{ErrorCode, ToolError};
+use care_core::rotation::{Credential, RotatingSecret};
 
-use super::config::AscConfig;
+use super::config::{AscConfig, KeyId};
 use super::token::{TokenCache, TokenError, TokenSigner};
 use crate::kit::status::code_shaped;
-use crate::kit::{Auth, ClientSpec, HttpClient, Limits, auth};
+use crate::kit::{Auth, ClientSpec, HttpClient, Limits, Presented, auth};
 
 /// Why the client could not be built at start.
 #[derive(Debug, thiserror::Error)]
@@ -25,21 +26,98 @@ pub enum ClientError {
     Kit(#[from] crate::kit::ClientError),
 }
 
-/// ES256 tokens for every request; a refused token is dropped so the next request signs anew.
+/// ES256 tokens for every request; a refused token is dropped so the next request signs anew,
+/// and a rotated key file replaces the signer and every token it made.
 #[derive(Debug)]
-struct TokenAuth(Arc<TokenCache>);
+struct TokenAuth {
+    key: Arc<RotatingSecret>,
+    key_id: KeyId,
+    issuer_id: String,
+    /// The token cache of the current generations of the key and of the key id.
+    cache: Mutex<Option<(Generations, Arc<TokenCache>)>>,
+}
+
+/// The generations of the key and of the key id (0 when fixed) a signer was made from.
+type Generations = (u64, u64);
+
+fn rejected(e: TokenError) -> ToolError {
+    ToolError::new(ErrorCode::UpstreamRejected).with_detail(e.to_string())
+}
+
+impl TokenAuth {
+    fn new(config: &AscConfig) -> Result<Self, TokenError> {
+        let auth = TokenAuth {
+            key: Arc::clone(&config.private_key),
+            key_id: config.key_id.clone(),
+            issuer_id: config.issuer_id.clone(),
+            cache: Mutex::new(None),
+        };
+        // A key that cannot sign stops the start, not the first call.
+        let key = auth.key.current().map_err(|_| TokenError::Key)?;
+        let key_id = auth.key_id().map_err(|_| TokenError::Key)?;
+        auth.cache_of(&key, &key_id)?;
+        Ok(auth)
+    }
+
+    /// The key id now, as a credential (generation 0 when fixed).
+    fn key_id(&self) -> Result<Credential, ToolError> {
+        match &self.key_id {
+            KeyId::Fixed(id) => Ok(Credential {
+                value: SecretString::from(id.clone()),
+                generation: 0,
+            }),
+            KeyId::File(file) => file.current(),
+        }
+    }
+
+    /// The cache for these generations; a new one gets a new signer and no token.
+    fn cache_of(
+        &self,
+        key: &Credential,
+        key_id: &Credential,
+    ) -> Result<Arc<TokenCache>, TokenError> {
+        let generations = (key.generation, key_id.generation);
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((made_from, current)) = cache.as_ref()
+            && *made_from == generations
+        {
+            return Ok(Arc::clone(current));
+        }
+        let signer = TokenSigner::new(
+            key.value.expose_secret(),
+            key_id.value.expose_secret(),
+            &self.issuer_id,
+        )?;
+        let fresh = Arc::new(TokenCache::new(signer));
+        *cache = Some((generations, Arc::clone(&fresh)));
+        Ok(fresh)
+    }
+}
 
 impl Auth for TokenAuth {
-    fn headers(&self) -> Result<Vec<(HeaderName, HeaderValue)>, ToolError> {
+    fn headers(&self) -> Result<Presented, ToolError> {
+        let key = self.key.current()?;
+        let key_id = self.key_id()?;
         let token = self
-            .0
-            .bearer(Utc::now())
-            .map_err(|e| ToolError::new(ErrorCode::UpstreamRejected).with_detail(e.to_string()))?;
-        Ok(vec![auth::bearer(&token)?])
+            .cache_of(&key, &key_id)
+            .and_then(|cache| cache.bearer(Utc::now()))
+            .map_err(rejected)?;
+        let mut sources = vec![(Arc::clone(&self.key), key.generation)];
+        if let KeyId::File(file) = &self.key_id {
+            sources.push((Arc::clone(file), key_id.generation));
+        }
+        Ok(Presented {
+            headers: vec![auth::bearer(&token)?],
+            sources,
+            refusals: &[StatusCode::UNAUTHORIZED],
+        })
     }
 
     fn refused(&self) {
-        self.0.invalidate();
+        let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, current)) = cache.as_ref() {
+            current.invalidate();
+        }
     }
 }
 
@@ -51,17 +129,12 @@ pub struct AscClient {
 
 impl AscClient {
     pub fn new(config: &AscConfig) -> Result<Self, ClientError> {
-        let signer = TokenSigner::new(
-            config.private_key.expose_secret(),
-            &config.key_id,
-            &config.issuer_id,
-        )?;
         let http = HttpClient::new(ClientSpec {
             name: "app_store_connect",
             base_url_variable: "CARE_ASC_BASE_URL",
             base_url: config.base_url.clone(),
             limits: Limits::default(),
-            auth: TokenAuth(Arc::new(TokenCache::new(signer))),
+            auth: TokenAuth::new(config)?,
             vendor_code: apple_code,
         })?;
         Ok(AscClient { http })

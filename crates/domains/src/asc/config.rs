@@ -1,18 +1,23 @@
 //! `CARE_ASC_*` and `CARE_LOCALES`, read with the configuration kit (`care_core::env`): every
-//! problem collected by variable name, never a value. The private key is read once, from a file
-//! nobody else may read, and held unprintable; its content never appears in a message, a log
-//! line or `Debug`, and it is an outbound-scan pattern.
+//! problem collected by variable name, never a value. The private key is read from a file nobody
+//! else may read, and re-read when the file changes (`care_core::rotation`); it is held
+//! unprintable, its content never appears in a message, a log line or `Debug`, and every value
+//! it takes is an outbound-scan pattern.
 //!
 //! | variable | meaning | default |
 //! |---|---|---|
 //! | `CARE_ASC_ISSUER_ID` | issuer id of the API key (App Store Connect › Users and Access › Integrations) | required |
-//! | `CARE_ASC_KEY_ID` | key id of the `.p8` key (the token's `kid`) | required |
+//! | `CARE_ASC_KEY_ID` | key id of the `.p8` key (the token's `kid`) | required, unless `CARE_ASC_KEY_ID_FILE` is set |
+//! | `CARE_ASC_KEY_ID_FILE` | instead of `CARE_ASC_KEY_ID`: a file holding the key id, re-read when it changes (a rotated key comes with a new id) | unset |
 //! | `CARE_ASC_PRIVATE_KEY_FILE` | path of the `.p8` file (PKCS#8 PEM, P-256) | required |
 //! | `CARE_ASC_APP_IDS` | allowlist of app ids, comma or space separated | required |
 //! | `CARE_ASC_BASE_URL` | API root; `http://` only for loopback hosts | `https://api.appstoreconnect.apple.com` |
 //! | `CARE_LOCALES` | locales a reply may be written in | [`DEFAULT_LOCALES`](crate::locale::DEFAULT_LOCALES) |
 
-use care_core::env::{EnvReader, EnvSource, ExposeSecret, SecretString};
+use std::sync::Arc;
+
+use care_core::env::{EnvReader, EnvSource};
+use care_core::rotation::RotatingSecret;
 
 use crate::locale;
 
@@ -27,9 +32,10 @@ const NEEDED_BY: &str = "the App Store Connect tools of this role";
 #[derive(Debug, Clone)]
 pub struct AscConfig {
     pub issuer_id: String,
-    pub key_id: String,
-    /// The `.p8` text (PKCS#8 PEM); unprintable, and an outbound-scan pattern.
-    pub private_key: SecretString,
+    pub key_id: KeyId,
+    /// The `.p8` text (PKCS#8 PEM), re-read when its file changes; unprintable, and an
+    /// outbound-scan pattern.
+    pub private_key: Arc<RotatingSecret>,
     /// The apps this server may read and answer reviews of.
     pub app_ids: Vec<String>,
     /// Without a trailing slash.
@@ -38,31 +44,28 @@ pub struct AscConfig {
     pub locales: Vec<String>,
 }
 
+/// The key id (`kid`) of the `.p8`: fixed, or read from a file that rotates with the key.
+#[derive(Debug, Clone)]
+pub enum KeyId {
+    Fixed(String),
+    File(Arc<RotatingSecret>),
+}
+
 impl AscConfig {
     /// Reads the configuration (and the key file); `None` when anything is wrong, the reasons
     /// recorded in `r` by variable name.
     pub fn read(r: &mut EnvReader<'_>) -> Option<AscConfig> {
         let issuer_id = r.required("CARE_ASC_ISSUER_ID", NEEDED_BY);
-        let key_id = r.required("CARE_ASC_KEY_ID", NEEDED_BY);
-        let private_key = r.secret_file("CARE_ASC_PRIVATE_KEY_FILE", Some(NEEDED_BY));
+        let key_id = read_key_id(r);
+        let private_key =
+            r.rotating_secret_file("CARE_ASC_PRIVATE_KEY_FILE", Some(NEEDED_BY), checked_key);
         let app_list = r.required("CARE_ASC_APP_IDS", NEEDED_BY);
-        let mut ok = issuer_id.is_some() && key_id.is_some() && app_list.is_some();
+        let mut ok = issuer_id.is_some() && app_list.is_some();
 
         if issuer_id.as_deref().is_some_and(|v| !is_token(v, 64)) {
             r.problem("CARE_ASC_ISSUER_ID must be an issuer id (letters, digits and dashes)");
             ok = false;
         }
-        if key_id.as_deref().is_some_and(|v| !is_token(v, 32)) {
-            r.problem("CARE_ASC_KEY_ID must be a key id (letters and digits)");
-            ok = false;
-        }
-        let private_key = private_key.and_then(|key| match check_key(key.expose_secret()) {
-            Ok(()) => Some(key),
-            Err(reason) => {
-                r.problem(format!("CARE_ASC_PRIVATE_KEY_FILE {reason}"));
-                None
-            }
-        });
         let app_ids = r.list("CARE_ASC_APP_IDS", "an app id", |id| is_token(id, 64));
         if app_list.is_some() && app_ids.is_empty() {
             r.problem("CARE_ASC_APP_IDS names no app");
@@ -108,6 +111,42 @@ impl AscConfig {
     }
 }
 
+/// `CARE_ASC_KEY_ID`, or the file `CARE_ASC_KEY_ID_FILE` names (exactly one of them).
+fn read_key_id(r: &mut EnvReader<'_>) -> Option<KeyId> {
+    let fixed = r.optional("CARE_ASC_KEY_ID");
+    let file_set = r.optional("CARE_ASC_KEY_ID_FILE").is_some();
+    match (fixed, file_set) {
+        (Some(_), true) => {
+            r.problem("CARE_ASC_KEY_ID and CARE_ASC_KEY_ID_FILE are both set: set one");
+            None
+        }
+        (Some(id), false) if is_token(&id, 32) => Some(KeyId::Fixed(id)),
+        (Some(_), false) => {
+            r.problem("CARE_ASC_KEY_ID must be a key id (letters and digits)");
+            None
+        }
+        (None, true) => r
+            .rotating_secret_file("CARE_ASC_KEY_ID_FILE", None, checked_key_id)
+            .map(KeyId::File),
+        (None, false) => {
+            r.problem(format!(
+                "CARE_ASC_KEY_ID (or CARE_ASC_KEY_ID_FILE) is required by {NEEDED_BY}"
+            ));
+            None
+        }
+    }
+}
+
+/// The key id in a key id file: one trimmed token.
+fn checked_key_id(text: &str) -> Result<String, &'static str> {
+    let id = text.trim();
+    if is_token(id, 32) {
+        Ok(id.to_owned())
+    } else {
+        Err("does not hold a key id (letters and digits)")
+    }
+}
+
 /// 1..=max of `[A-Za-z0-9-]`.
 fn is_token(value: &str, max: usize) -> bool {
     !value.is_empty()
@@ -115,6 +154,12 @@ fn is_token(value: &str, max: usize) -> bool {
         && value
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// The `.p8`'s text once it passes [`check_key`] (at start and at every re-read).
+fn checked_key(text: &str) -> Result<String, &'static str> {
+    check_key(text)?;
+    Ok(text.to_owned())
 }
 
 /// Shape-checks the `.p8`; the reason never quotes the file.

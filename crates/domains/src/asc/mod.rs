@@ -38,7 +38,7 @@ pub fn register(registrar: &mut Registrar, env: &mut EnvReader<'_>) {
     let Some(config) = AscConfig::read(env) else {
         return;
     };
-    registrar.secret(&config.private_key);
+    registrar.rotating_secret(&config.private_key);
     let client = match client::AscClient::new(&config) {
         Ok(client) => client,
         Err(e) => {

@@ -1,15 +1,18 @@
 //! The Discourse client, built from the upstream kit: the `Api-Key` / `Api-Username` header
-//! pair on every request, a 429's `extras.wait_seconds` honoured like `Retry-After`, and
+//! pair on every request (the key re-read when its file rotates), a 429's `extras.wait_seconds` honoured like `Retry-After`, and
 //! Discourse's `error_type` (or a fixed label for a refused post) kept for stderr only — never
 //! Discourse's sentences. Reads are public; the one write (`create_post`, in `api`) takes the
 //! pipeline's permit.
 
-use care_core::env::{ExposeSecret, SecretString};
+use std::sync::Arc;
+
+use care_core::env::SecretString;
 use care_core::error::ToolError;
+use reqwest::StatusCode;
 use serde_json::Value;
 
 use super::config::DiscourseConfig;
-use crate::kit::{ClientSpec, HeaderAuth, HttpClient, Limits};
+use crate::kit::{ClientSpec, HeaderAuth, HeaderSecret, HttpClient, Limits};
 
 /// Why the client could not be built at start.
 #[derive(Debug, thiserror::Error)]
@@ -29,16 +32,15 @@ pub struct DiscourseClient {
 impl DiscourseClient {
     pub fn new(config: &DiscourseConfig) -> Result<Self, ClientError> {
         let auth = HeaderAuth::new(vec![
-            (
-                "Api-Key",
-                SecretString::from(config.api_key.expose_secret().to_owned()),
-            ),
+            ("Api-Key", HeaderSecret::from(Arc::clone(&config.api_key))),
             (
                 "Api-Username",
-                SecretString::from(config.api_username.clone()),
+                HeaderSecret::from(SecretString::from(config.api_username.clone())),
             ),
         ])
-        .ok_or(ClientError::Header)?;
+        .ok_or(ClientError::Header)?
+        // Discourse answers a wrong or revoked key with 403 `invalid_access`.
+        .refused_by(&[StatusCode::UNAUTHORIZED, StatusCode::FORBIDDEN]);
         let http = HttpClient::new(ClientSpec {
             name: "discourse",
             base_url_variable: "CARE_DISCOURSE_URL",

@@ -1,6 +1,7 @@
 //! `CARE_DISCOURSE_*` (and `CARE_LOCALES`, shared with the review reply), read with the
 //! configuration kit: every problem collected by variable name, never a value. The API key is
-//! read once, from a file nobody else may read, held unprintable, and is an outbound-scan
+//! read from a file nobody else may read and re-read when the file changes
+//! (`care_core::rotation`); it is held unprintable, and every value it takes is an outbound-scan
 //! pattern.
 //!
 //! | variable | meaning | default |
@@ -11,7 +12,10 @@
 //! | `CARE_DISCOURSE_CATEGORY_IDS` | the categories this server may read and reply in (ids, comma or space separated) | every category |
 //! | `CARE_LOCALES` | locales a reply may be written in | the review reply's default list |
 
-use care_core::env::{EnvReader, EnvSource, ExposeSecret, SecretString};
+use std::sync::Arc;
+
+use care_core::env::{EnvReader, EnvSource};
+use care_core::rotation::RotatingSecret;
 
 /// Who needs the required variables, in start errors.
 const NEEDED_BY: &str = "the Discourse tools of this role";
@@ -23,8 +27,8 @@ const MAX_CATEGORY_IDS: usize = 200;
 pub struct DiscourseConfig {
     /// Without a trailing slash.
     pub base_url: String,
-    /// The `Api-Key`; unprintable, and an outbound-scan pattern.
-    pub api_key: SecretString,
+    /// The `Api-Key`, re-read when its file changes; unprintable, and an outbound-scan pattern.
+    pub api_key: Arc<RotatingSecret>,
     /// The `Api-Username`: the user replies are posted as (the company's voice).
     pub api_username: String,
     /// The categories in scope; `None` when every (non-private) category is.
@@ -43,19 +47,8 @@ impl DiscourseConfig {
         } else {
             None
         };
-        let api_key = r
-            .secret_file("CARE_DISCOURSE_API_KEY_FILE", Some(NEEDED_BY))
-            .and_then(|key| {
-                let trimmed = key.expose_secret().trim();
-                if is_api_key(trimmed) {
-                    Some(SecretString::from(trimmed.to_owned()))
-                } else {
-                    r.problem(
-                        "CARE_DISCOURSE_API_KEY_FILE does not hold an API key (one line of letters, digits, - and _)",
-                    );
-                    None
-                }
-            });
+        let api_key =
+            r.rotating_secret_file("CARE_DISCOURSE_API_KEY_FILE", Some(NEEDED_BY), api_key);
         let api_username = r
             .required("CARE_DISCOURSE_API_USERNAME", NEEDED_BY)
             .and_then(|name| {
@@ -135,6 +128,16 @@ fn read_category_ids(r: &mut EnvReader<'_>) -> Option<Option<Vec<u64>>> {
     Some(Some(ids))
 }
 
+/// The key in the file's text, trimmed, when it is shaped like one.
+fn api_key(text: &str) -> Result<String, &'static str> {
+    let trimmed = text.trim();
+    if is_api_key(trimmed) {
+        Ok(trimmed.to_owned())
+    } else {
+        Err("does not hold an API key (one line of letters, digits, - and _)")
+    }
+}
+
 /// Discourse API keys are 64 hex digits; other deployments (and our fakes) use longer or
 /// dashed tokens, so any single token of 16..=256 URL-safe characters is taken.
 fn is_api_key(value: &str) -> bool {
@@ -196,7 +199,10 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(c.base_url, "https://forum.example.com");
-        assert_eq!(c.api_key.expose_secret(), "sk-demo-discourse-key-0001");
+        assert_eq!(
+            c.api_key.value_now().as_deref(),
+            Some("sk-demo-discourse-key-0001")
+        );
         assert_eq!(c.category_ids, Some(vec![5, 9]));
         assert!(c.allows_category(Some(9)));
         assert!(!c.allows_category(Some(7)));

@@ -36,7 +36,7 @@ pub fn register(registrar: &mut Registrar, env: &mut EnvReader<'_>) {
     let Some(config) = DiscourseConfig::read(env) else {
         return;
     };
-    registrar.secret(&config.api_key);
+    registrar.rotating_secret(&config.api_key);
     let client = match client::DiscourseClient::new(&config) {
         Ok(client) => client,
         Err(e) => {

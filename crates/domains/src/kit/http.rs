@@ -1,7 +1,8 @@
 //! The one HTTP client wrapper every HTTP upstream uses: its [`Limits`] (connect and total
 //! timeout, body cap, longest Retry-After worth waiting), no redirects (a credential never
 //! follows one elsewhere), its [`Auth`] on every request (with a hook for 401), one mapping of
-//! every failure to a fixed error code, and the vendor's error code kept for stderr only.
+//! every failure to a fixed error code, and the vendor's error code kept for stderr only. A
+//! refusal of the credentials reaches the rotating credential files they came from.
 //!
 //! Reads go through [`HttpClient::get`]. Writes go through [`HttpClient::write`], which takes
 //! the pipeline's [`WritePermit`]: only the write pipeline makes one, after consuming an
@@ -152,7 +153,8 @@ impl HttpClient {
                 .http
                 .request(method.clone(), url.clone())
                 .header(reqwest::header::ACCEPT, "application/json");
-            for (name, value) in self.auth.headers()? {
+            let presented = self.auth.headers()?;
+            for (name, value) in &presented.headers {
                 request = request.header(name, value);
             }
             if let Some(body) = body {
@@ -206,6 +208,7 @@ impl HttpClient {
             if status == StatusCode::UNAUTHORIZED {
                 self.auth.refused();
             }
+            presented.answered(status);
             let vendor = (self.vendor_code)(&bytes)
                 .map(|c| format!(" ({c})"))
                 .unwrap_or_default();

@@ -17,7 +17,7 @@ pub mod http;
 pub mod limits;
 pub mod status;
 
-pub use auth::{Auth, HeaderAuth, NoAuth};
+pub use auth::{Auth, HeaderAuth, HeaderSecret, NoAuth, Presented};
 pub use deadline::deadline;
 pub use http::{ClientError, ClientSpec, HttpClient};
 pub use limits::Limits;

@@ -1,6 +1,7 @@
 //! `CARE_IMAP_*`, `CARE_SMTP_*` and `CARE_MAIL_*`, read with the configuration kit: every problem
-//! collected by variable name, never a value. The password is read once from a file nobody else
-//! may read, held unprintable, and declared as an outbound-scan pattern.
+//! collected by variable name, never a value. The password is read from a file nobody else may
+//! read and re-read when the file changes (`care_core::rotation`); it is held unprintable, and
+//! every value it takes is an outbound-scan pattern.
 //!
 //! | variable | meaning | default |
 //! |---|---|---|
@@ -18,7 +19,10 @@
 
 use std::time::Duration;
 
-use care_core::env::{EnvReader, EnvSource, SecretString};
+use std::sync::Arc;
+
+use care_core::env::{EnvReader, EnvSource};
+use care_core::rotation::RotatingSecret;
 
 use super::endpoint::{Endpoint, IMAP, SMTP};
 use super::headers;
@@ -57,8 +61,8 @@ pub struct MailConfig {
     /// `None` for a role that does not send (lead).
     pub smtp: Option<Endpoint>,
     pub username: String,
-    /// Unprintable; an outbound-scan pattern.
-    pub password: SecretString,
+    /// Re-read when its file changes; unprintable; an outbound-scan pattern.
+    pub password: Arc<RotatingSecret>,
     /// The support address, lower-cased.
     pub from: String,
     /// Lower-cased domains.
@@ -79,7 +83,7 @@ impl MailConfig {
             None
         };
         let username = r.required("CARE_MAIL_USERNAME", NEEDED_BY);
-        let password = r.secret_file("CARE_MAIL_PASSWORD_FILE", Some(NEEDED_BY));
+        let password = r.rotating_secret_file("CARE_MAIL_PASSWORD_FILE", Some(NEEDED_BY), one_line);
         let from = r.required("CARE_MAIL_FROM", NEEDED_BY);
         let mut ok = true;
 
@@ -105,16 +109,6 @@ impl MailConfig {
             r.problem("CARE_MAIL_USERNAME must be a login without control characters");
             ok = false;
         }
-        let password = password.and_then(|p| {
-            use care_core::env::ExposeSecret;
-            let text = p.expose_secret().trim_end_matches(['\r', '\n']).to_owned();
-            if text.is_empty() || text.contains(['\r', '\n', '\0']) {
-                r.problem("CARE_MAIL_PASSWORD_FILE must hold one line: the password");
-                None
-            } else {
-                Some(SecretString::from(text))
-            }
-        });
         let from = from.and_then(|f| {
             let f = f.to_ascii_lowercase();
             if headers::is_address(&f) {
@@ -204,11 +198,21 @@ impl MailConfig {
     }
 }
 
+/// The password: the file's one line, without its line end.
+fn one_line(text: &str) -> Result<String, &'static str> {
+    let line = text.trim_end_matches(['\r', '\n']);
+    if line.is_empty() || line.contains(['\r', '\n', '\0']) {
+        Err("must hold one line: the password")
+    } else {
+        Ok(line.to_owned())
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use care_core::env::{ExposeSecret, MapEnv};
+    use care_core::env::MapEnv;
     use std::os::unix::fs::PermissionsExt;
 
     const VARS: [&str; 5] = [
@@ -254,8 +258,8 @@ mod tests {
         ]);
         let config = MailConfig::from_env(&env, true).unwrap();
         assert_eq!(
-            config.password.expose_secret(),
-            "sk-demo-mail-password-0001"
+            config.password.value_now().as_deref(),
+            Some("sk-demo-mail-password-0001")
         );
         assert!(!format!("{config:?}").contains("sk-demo"));
         assert_eq!(config.from, "support@example.com");

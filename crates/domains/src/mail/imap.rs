@@ -3,12 +3,15 @@
 //! meets a connection the server dropped is retried once on a fresh one). Every step runs under
 //! [`kit::deadline`](crate::kit::deadline): connecting under the connect bound, each operation
 //! under the command bound, so a server that stalls mid-answer yields UPSTREAM_UNAVAILABLE and
-//! the half-read session is thrown away.
+//! the half-read session is thrown away. The password is the rotating credential's current
+//! value: a rotation drops the session logged in with the old one, and a LOGIN refused with a
+//! stale one drops it (see `care_core::rotation`).
 //!
 //! Reads change nothing: mailboxes are opened with EXAMINE (read-only) and bodies fetched with
 //! `BODY.PEEK`, so no read sets `\Seen`; nothing here moves, flags or deletes. The one write,
 //! [`ImapClient::append`] (the Sent copy of an approved send), takes the pipeline's permit.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use futures::TryStreamExt;
@@ -16,9 +19,10 @@ use futures::future::BoxFuture;
 use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 
-use care_core::env::{ExposeSecret, SecretString};
+use care_core::env::ExposeSecret;
 use care_core::error::{ErrorCode, ToolError};
 use care_core::pipeline::WritePermit;
+use care_core::rotation::{Credential, RotatingSecret};
 
 use super::config::MailLimits;
 use super::endpoint::{Endpoint, Security};
@@ -43,6 +47,9 @@ pub enum OpError {
     Imap(#[from] async_imap::error::Error),
     #[error("answer not understood: {0}")]
     Malformed(&'static str),
+    /// LOGIN answered NO: the password was refused.
+    #[error("login refused")]
+    LoginRefused,
 }
 
 impl OpError {
@@ -52,6 +59,7 @@ impl OpError {
             OpError::Imap(async_imap::error::Error::No(_) | async_imap::error::Error::Bad(_)) => {
                 ErrorCode::UpstreamRejected
             }
+            OpError::LoginRefused => ErrorCode::UpstreamRejected,
             OpError::Imap(_) | OpError::Malformed(_) => ErrorCode::UpstreamUnavailable,
         }
     }
@@ -90,13 +98,15 @@ pub struct Summary {
 struct Live {
     session: Session,
     last_used: Instant,
+    /// The password generation it logged in with.
+    generation: u64,
 }
 
 /// The IMAP client of one account.
 pub struct ImapClient {
     endpoint: Endpoint,
     username: String,
-    password: SecretString,
+    password: Arc<RotatingSecret>,
     limits: MailLimits,
     connector: Option<tokio_rustls::TlsConnector>,
     live: Mutex<Option<Live>>,
@@ -119,7 +129,7 @@ impl ImapClient {
     pub fn new(
         endpoint: Endpoint,
         username: String,
-        password: SecretString,
+        password: Arc<RotatingSecret>,
         limits: MailLimits,
     ) -> std::io::Result<Self> {
         let connector = match endpoint.security {
@@ -136,8 +146,8 @@ impl ImapClient {
         })
     }
 
-    /// TCP (and TLS), greeting, STARTTLS when asked for, LOGIN.
-    async fn open(&self) -> Result<Session, OpError> {
+    /// TCP (and TLS), greeting, STARTTLS when asked for, LOGIN with `password`.
+    async fn open(&self, password: &Credential) -> Result<Session, OpError> {
         let (host, port) = self.endpoint.address();
         let tcp = TcpStream::connect((host.as_str(), port))
             .await
@@ -156,20 +166,29 @@ impl ImapClient {
             client =
                 async_imap::Client::new(stream::upgrade(c, &host, tcp).await.map_err(io_error)?);
         }
-        client
-            .login(&self.username, self.password.expose_secret())
+        match client
+            .login(&self.username, password.value.expose_secret())
             .await
-            .map_err(|(e, _)| OpError::Imap(e))
+        {
+            Ok(session) => Ok(session),
+            Err((async_imap::error::Error::No(_), _)) => {
+                self.password.refused(password.generation);
+                Err(OpError::LoginRefused)
+            }
+            Err((e, _)) => Err(OpError::Imap(e)),
+        }
     }
 
     /// Runs `op` on the session (opening one if needed) under the command bound. A reused
-    /// session the server dropped is replaced once; any other failure drops the session.
+    /// session the server dropped is replaced once; any other failure drops the session, and so
+    /// does a rotated password (a session logged in with the old one is never reused).
     pub async fn run<T, F>(&self, what: &str, op: F) -> Result<T, ToolError>
     where
         F: for<'s> Fn(&'s mut Session) -> BoxFuture<'s, Result<T, OpError>>,
     {
         let mut live = self.live.lock().await;
         for attempt in 0..2 {
+            let password = self.password.current()?;
             if live
                 .as_ref()
                 .is_some_and(|l| l.last_used.elapsed() > self.limits.idle)
@@ -177,18 +196,26 @@ impl ImapClient {
                 // Idle too long: the server may have closed it; a new one costs a login.
                 *live = None;
             }
+            if live
+                .as_ref()
+                .is_some_and(|l| l.generation != password.generation)
+            {
+                tracing::info!("mail password rotated: the IMAP session logs in anew");
+                *live = None;
+            }
             let reused = live.is_some();
             if !reused {
                 let session = deadline(
                     &format!("imap connect to {}", self.endpoint.host),
                     self.limits.connect,
-                    self.open(),
+                    self.open(&password),
                     OpError::code,
                 )
                 .await?;
                 *live = Some(Live {
                     session,
                     last_used: Instant::now(),
+                    generation: password.generation,
                 });
             }
             let Some(current) = live.as_mut() else {

@@ -44,11 +44,11 @@ pub fn register(registrar: &mut Registrar, env: &mut EnvReader<'_>) {
     let Some(config) = MailConfig::read(env, sends) else {
         return;
     };
-    registrar.secret(&config.password);
+    registrar.rotating_secret(&config.password);
     let imap = match imap::ImapClient::new(
         config.imap.clone(),
         config.username.clone(),
-        config.password.clone(),
+        std::sync::Arc::clone(&config.password),
         config.limits,
     ) {
         Ok(client) => client,

@@ -15,7 +15,7 @@ use care_core::gate::{Gate, GateAnswer};
 use care_core::ledger::Ledger;
 use care_core::tool::Services;
 use care_domains::asc::AscConfig;
-use care_fakes::asc::{DEMO_APP_ID, DEMO_PRO_APP_ID, FakeAsc, Seed, demo_seed};
+use care_fakes::asc::{DEMO_APP_ID, DEMO_PRO_APP_ID, FakeAsc, Seed, TestKey, demo_seed};
 use serde_json::{Map, Value, json};
 
 pub struct Harness {
@@ -32,7 +32,13 @@ pub struct Options {
     pub write_enabled: bool,
     pub seed: Seed,
     pub extra_env: Vec<(&'static str, String)>,
+    /// Given the fake's key, writes its credentials where the test wants and returns the
+    /// variables to set (`Some`) or remove (`None`) (rotation tests).
+    pub credentials: Option<CredentialPlacer>,
 }
+
+/// See [`Options::credentials`].
+pub type CredentialPlacer = Box<dyn FnOnce(&TestKey) -> Vec<(&'static str, Option<String>)>>;
 
 impl Default for Options {
     fn default() -> Self {
@@ -41,6 +47,7 @@ impl Default for Options {
             write_enabled: false,
             seed: demo_seed(),
             extra_env: Vec::new(),
+            credentials: None,
         }
     }
 }
@@ -65,6 +72,16 @@ pub async fn harness(options: Options) -> Harness {
     }
     for (k, v) in options.extra_env {
         env.insert(k.to_owned(), v);
+    }
+    for (k, v) in options
+        .credentials
+        .map(|place| place(fake.key()))
+        .unwrap_or_default()
+    {
+        match v {
+            Some(v) => env.insert(k.to_owned(), v),
+            None => env.remove(k),
+        };
     }
     let env = MapEnv(env);
     let config = AscConfig::from_env(&env).unwrap();

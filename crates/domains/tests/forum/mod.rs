@@ -32,7 +32,13 @@ pub struct Options {
     /// `CARE_DISCOURSE_CATEGORY_IDS`; unset when `None`.
     pub scope: Option<Vec<u64>>,
     pub extra_env: Vec<(&'static str, String)>,
+    /// Given the fake's key, writes it where the test wants and returns the path to use as
+    /// `CARE_DISCOURSE_API_KEY_FILE` (rotation tests); a plain file in a temp dir otherwise.
+    pub key_file: Option<KeyPlacer>,
 }
+
+/// See [`Options::key_file`].
+pub type KeyPlacer = Box<dyn FnOnce(&str) -> std::path::PathBuf>;
 
 impl Default for Options {
     fn default() -> Self {
@@ -42,6 +48,7 @@ impl Default for Options {
             seed: demo_seed(),
             scope: Some(DEMO_CATEGORY_SCOPE.to_vec()),
             extra_env: Vec::new(),
+            key_file: None,
         }
     }
 }
@@ -49,7 +56,10 @@ impl Default for Options {
 pub async fn harness(options: Options) -> Harness {
     let fake = FakeDiscourse::start(options.seed).unwrap();
     let key_dir = tempfile::tempdir().unwrap();
-    let key_file = fake.write_key_file(key_dir.path()).unwrap();
+    let key_file = match options.key_file {
+        Some(place) => place(&fake.api_key()),
+        None => fake.write_key_file(key_dir.path()).unwrap(),
+    };
     let (url, db_dir) = care_ledger::test_support::temp_sqlite();
     let mut env: HashMap<String, String> = fake
         .env(&key_file, options.scope.as_deref())
@@ -90,7 +100,7 @@ impl Harness {
             GateAnswer::UnknownTool => panic!("{tool} unknown"),
             GateAnswer::Result { envelope, is_error } => {
                 let text = envelope.to_string();
-                assert!(!text.contains(self.fake.api_key()), "key in {text}");
+                assert!(!text.contains(&self.fake.api_key()), "key in {text}");
                 assert!(
                     !text.contains("<p>") && !text.contains("<script"),
                     "HTML in {text}"

@@ -118,6 +118,8 @@ pub struct Harness {
     pub gate: Gate,
     pub ledger: Arc<dyn Ledger>,
     pub services: Arc<Services>,
+    /// `CARE_MAIL_PASSWORD_FILE` (tests rotate it).
+    pub password_file: std::path::PathBuf,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
 
@@ -180,6 +182,7 @@ pub async fn harness(peer: Peer, options: Options) -> Harness {
         gate: built.gate,
         ledger: built.ledger,
         services: built.services,
+        password_file,
         _dirs: (dir, db_dir),
     }
 }

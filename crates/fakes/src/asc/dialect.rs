@@ -1,6 +1,8 @@
 //! How App Store Connect speaks beyond its routes: an ES256 bearer token checked on every
 //! request, 401 in Apple's words when it fails, and Apple's error document for injected failures.
 
+use std::sync::{Arc, PoisonError, RwLock};
+
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -12,7 +14,8 @@ use crate::http::Dialect;
 
 #[derive(Debug)]
 pub(crate) struct AscDialect {
-    pub verifier: TokenVerifier,
+    /// Shared with the handle, so a rotated key takes effect at once.
+    pub verifier: Arc<RwLock<TokenVerifier>>,
 }
 
 impl Dialect for AscDialect {
@@ -23,7 +26,12 @@ impl Dialect for AscDialect {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .ok_or(JwtError::Missing)
-            .and_then(|token| self.verifier.verify(token, Utc::now().timestamp()))
+            .and_then(|token| {
+                self.verifier
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .verify(token, Utc::now().timestamp())
+            })
             .map(|_| ())
             .map_err(|e| e.to_string())
     }

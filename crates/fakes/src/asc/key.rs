@@ -69,6 +69,15 @@ impl TestKey {
         })
     }
 
+    /// A new key of the same team (same issuer id, new key id), as App Store Connect issues
+    /// when a key is rotated.
+    pub fn successor(&self) -> Result<TestKey, KeyError> {
+        Ok(TestKey {
+            issuer_id: self.issuer_id.clone(),
+            ..TestKey::generate()?
+        })
+    }
+
     /// Writes the private key as `AuthKey_<KEY_ID>.p8` (Apple's file name) into `dir`, mode
     /// 0600, and returns its path.
     pub fn write_p8(&self, dir: &Path) -> Result<PathBuf, KeyError> {

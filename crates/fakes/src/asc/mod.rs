@@ -22,7 +22,7 @@ mod state;
 mod upstream;
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 pub use jwt::{AUDIENCE, Claims, JwtError, MAX_LIFETIME_SECS, TokenVerifier};
@@ -59,11 +59,17 @@ impl From<ServeError> for FakeError {
     }
 }
 
+fn verifier_of(key: &TestKey) -> Result<TokenVerifier, FakeError> {
+    TokenVerifier::new(&key.public_key_pem, &key.key_id, &key.issuer_id)
+        .map_err(|_| FakeError::PublicKey)
+}
+
 /// A running fake; stops when dropped.
 #[derive(Debug)]
 pub struct FakeAsc {
     server: FakeServer,
     key: TestKey,
+    verifier: Arc<RwLock<TokenVerifier>>,
     shared: Arc<Shared>,
     /// The apps a role is given (`CARE_ASC_APP_IDS`) through [`crate::Upstream::role_env`].
     scope: Vec<String>,
@@ -77,21 +83,28 @@ impl FakeAsc {
 
     /// Starts a fake that accepts tokens signed with `key` (e.g. a `.p8` the sandbox wrote).
     pub fn start_with_key(seed: Seed, key: TestKey) -> Result<FakeAsc, FakeError> {
-        let verifier = TokenVerifier::new(&key.public_key_pem, &key.key_id, &key.issuer_id)
-            .map_err(|_| FakeError::PublicKey)?;
+        let verifier = Arc::new(RwLock::new(verifier_of(&key)?));
+        let dialect_verifier = Arc::clone(&verifier);
         let scope = seed.apps.iter().map(|a| a.id.clone()).collect();
         let shared = Arc::new(Shared::new(seed));
         let app_state = Arc::clone(&shared);
-        let server = FakeServer::start("asc", dialect::AscDialect { verifier }, |base_url| {
-            let app = Arc::new(routes::App {
-                shared: app_state,
-                base_url: base_url.to_owned(),
-            });
-            axum::Router::new().fallback(routes::handle).with_state(app)
-        })?;
+        let server = FakeServer::start(
+            "asc",
+            dialect::AscDialect {
+                verifier: dialect_verifier,
+            },
+            |base_url| {
+                let app = Arc::new(routes::App {
+                    shared: app_state,
+                    base_url: base_url.to_owned(),
+                });
+                axum::Router::new().fallback(routes::handle).with_state(app)
+            },
+        )?;
         Ok(FakeAsc {
             server,
             key,
+            verifier,
             shared,
             scope,
         })
@@ -109,9 +122,19 @@ impl FakeAsc {
         self.server.base_url()
     }
 
-    /// The key the fake accepts tokens of (private half included, for the client under test).
+    /// The key the fake was started with (private half included, for the client under test).
     pub fn key(&self) -> &TestKey {
         &self.key
+    }
+
+    /// The team rotates its API key: from now on only tokens of `next` (its key id and public
+    /// key) are accepted, and tokens of the previous key get 401.
+    pub fn rotate_key(&self, next: &TestKey) -> Result<(), FakeError> {
+        *self
+            .verifier
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = verifier_of(next)?;
+        Ok(())
     }
 
     /// The environment a care-mcp role needs to use this fake: `CARE_ASC_ISSUER_ID`,

@@ -2,6 +2,8 @@
 //! every request (a wrong pair is refused with 403 `invalid_access`, as Discourse does), its
 //! error documents for injected failures, and the headers worth recording.
 
+use std::sync::{Arc, PoisonError, RwLock};
+
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
@@ -11,7 +13,7 @@ use crate::http::Dialect;
 
 #[derive(Debug)]
 pub(crate) struct DiscourseDialect {
-    pub api_key: String,
+    pub api_key: Arc<RwLock<String>>,
     pub api_username: String,
 }
 
@@ -21,7 +23,11 @@ impl Dialect for DiscourseDialect {
         match (header("api-key"), header("api-username")) {
             (None, _) => Err("no Api-Key header".into()),
             (_, None) => Err("no Api-Username header".into()),
-            (Some(key), _) if key != self.api_key => Err("wrong Api-Key".into()),
+            (Some(key), _)
+                if key != *self.api_key.read().unwrap_or_else(PoisonError::into_inner) =>
+            {
+                Err("wrong Api-Key".into())
+            }
             (_, Some(user)) if !user.eq_ignore_ascii_case(&self.api_username) => {
                 Err("Api-Username is not the key's user".into())
             }

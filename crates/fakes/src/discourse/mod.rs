@@ -22,7 +22,7 @@ mod upstream;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -41,12 +41,17 @@ use crate::http::FakeServer;
 pub use crate::http::{Failure, RecordedRequest, ServeError};
 use state::{RateLimit, Shared};
 
+fn new_api_key() -> String {
+    format!("sk-demo-discourse-{}", uuid::Uuid::new_v4().simple())
+}
+
 /// A running fake; stops when dropped.
 #[derive(Debug)]
 pub struct FakeDiscourse {
     server: FakeServer,
     shared: Arc<Shared>,
-    api_key: String,
+    /// Shared with the dialect, so [`FakeDiscourse::rotate_api_key`] takes effect at once.
+    api_key: Arc<RwLock<String>>,
     api_username: String,
     /// The categories a role is given (`CARE_DISCOURSE_CATEGORY_IDS`) through
     /// [`crate::Upstream::role_env`]; every category when `None`.
@@ -56,12 +61,12 @@ pub struct FakeDiscourse {
 impl FakeDiscourse {
     /// Starts a fake with `seed` and a freshly generated API key for `seed.api_username`.
     pub fn start(seed: Seed) -> Result<FakeDiscourse, ServeError> {
-        let api_key = format!("sk-demo-discourse-{}", uuid::Uuid::new_v4().simple());
+        let api_key = Arc::new(RwLock::new(new_api_key()));
         let api_username = seed.api_username.clone();
         let shared = Arc::new(Shared::new(seed));
         let app_state = Arc::clone(&shared);
         let dialect = dialect::DiscourseDialect {
-            api_key: api_key.clone(),
+            api_key: Arc::clone(&api_key),
             api_username: api_username.clone(),
         };
         let server = FakeServer::start("discourse", dialect, |_base_url| {
@@ -88,9 +93,20 @@ impl FakeDiscourse {
         self.server.base_url()
     }
 
-    /// The API key the fake accepts (throwaway, `sk-demo-…`).
-    pub fn api_key(&self) -> &str {
-        &self.api_key
+    /// The API key the fake accepts now (throwaway, `sk-demo-…`).
+    pub fn api_key(&self) -> String {
+        self.api_key
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// An admin rotates the key: a new one is accepted from now on, the old one is refused
+    /// (403 `invalid_access`). Returns the new key.
+    pub fn rotate_api_key(&self) -> String {
+        let fresh = new_api_key();
+        *self.api_key.write().unwrap_or_else(PoisonError::into_inner) = fresh.clone();
+        fresh
     }
 
     pub fn api_username(&self) -> &str {
@@ -106,7 +122,7 @@ impl FakeDiscourse {
             .truncate(true)
             .mode(0o600)
             .open(&path)?;
-        writeln!(file, "{}", self.api_key)?;
+        writeln!(file, "{}", self.api_key())?;
         Ok(path)
     }
 

@@ -207,6 +207,16 @@ impl FakeMail {
         self.store.generation.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// Every account's password becomes `password` (a rotation): new connections must log in
+    /// with it; one logged in before keeps its session, as IMAP servers do.
+    pub fn set_password(&self, password: &str) {
+        *self
+            .store
+            .password
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(password.to_owned());
+    }
+
     /// While on, every message is refused at the end of DATA (554).
     pub fn refuse_submissions(&self, on: bool) {
         self.store.refuse_submissions.store(on, Ordering::SeqCst);
@@ -237,10 +247,10 @@ async fn serve(
         loop {
             tokio::select! {
                 Ok((stream, _)) = imap.accept() => {
-                    tokio::spawn(imap::serve(stream, Arc::clone(&store), FAKE_PASSWORD.to_owned()));
+                    tokio::spawn(imap::serve(stream, Arc::clone(&store), store.password()));
                 }
                 Ok((stream, _)) = smtp.accept() => {
-                    tokio::spawn(smtp::serve(stream, Arc::clone(&store), FAKE_PASSWORD.to_owned()));
+                    tokio::spawn(smtp::serve(stream, Arc::clone(&store), store.password()));
                 }
             }
         }

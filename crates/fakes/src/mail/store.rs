@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
 use chrono::{DateTime, Utc};
 
@@ -80,6 +80,8 @@ pub struct Store {
     pub(crate) generation: AtomicU64,
     pub(crate) logins: AtomicUsize,
     pub(crate) refuse_submissions: AtomicBool,
+    /// Every account's password; `None`: [`super::FAKE_PASSWORD`].
+    pub(crate) password: RwLock<Option<String>>,
 }
 
 /// Canonical mailbox name: INBOX is case-insensitive.
@@ -92,6 +94,15 @@ pub fn mailbox_key(name: &str) -> String {
 }
 
 impl Store {
+    /// The password a new connection must log in with.
+    pub(crate) fn password(&self) -> String {
+        self.password
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .unwrap_or_else(|| super::FAKE_PASSWORD.to_owned())
+    }
+
     fn lock(&self) -> MutexGuard<'_, Data> {
         self.data.lock().unwrap_or_else(PoisonError::into_inner)
     }

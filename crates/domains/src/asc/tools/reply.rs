@@ -4,7 +4,8 @@
 //! approval) posts the response. A review that already has a response gets it replaced, as App
 //! Store Connect does; the plan says so.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
 use schemars::JsonSchema;
@@ -26,30 +27,64 @@ use crate::asc::locale;
 /// Shortest run of the private key's base64 that counts as leaking it.
 const KEY_FRAGMENT_CHARS: usize = 24;
 
-#[derive(Debug)]
 pub struct ReviewReply {
     asc: Arc<AscContext>,
-    /// Every run of [`KEY_FRAGMENT_CHARS`] characters of the `.p8`'s base64: a reply holding
-    /// one is refused even though the key's PEM armour was stripped.
-    key_fragments: Vec<String>,
+    /// Every run of [`KEY_FRAGMENT_CHARS`] characters of the base64 of every `.p8` this
+    /// process has used (the key file may rotate; an old key stays refused), with the key
+    /// generation they are complete for: a reply holding one is refused even though the key's
+    /// PEM armour was stripped.
+    key_fragments: Mutex<(u64, HashSet<String>)>,
+}
+
+impl std::fmt::Debug for ReviewReply {
+    /// Not the key fragments: they are pieces of the private key.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReviewReply").finish_non_exhaustive()
+    }
+}
+
+/// Every run of [`KEY_FRAGMENT_CHARS`] characters of a `.p8`'s base64.
+fn fragments(pem: &str) -> Vec<String> {
+    let chars: Vec<char> = pem
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .flat_map(|l| l.trim().chars())
+        .collect();
+    chars
+        .windows(KEY_FRAGMENT_CHARS)
+        .map(|w| w.iter().collect())
+        .collect()
 }
 
 impl ReviewReply {
     pub fn new(asc: Arc<AscContext>) -> Self {
-        let base64: String = asc
-            .config
-            .private_key
-            .expose_secret()
-            .lines()
-            .filter(|l| !l.starts_with("-----"))
-            .flat_map(|l| l.trim().chars())
-            .collect();
-        let chars: Vec<char> = base64.chars().collect();
-        let key_fragments = chars
-            .windows(KEY_FRAGMENT_CHARS)
-            .map(|w| w.iter().collect())
-            .collect();
-        ReviewReply { asc, key_fragments }
+        let key = asc.config.private_key.current();
+        let known = key
+            .map(|k| {
+                let known = fragments(k.value.expose_secret()).into_iter().collect();
+                (k.generation, known)
+            })
+            .unwrap_or_default();
+        ReviewReply {
+            asc,
+            key_fragments: Mutex::new(known),
+        }
+    }
+
+    /// True when `body` holds a piece of a key this process has used (the current key is
+    /// looked at first, so a rotation is known before the check).
+    fn holds_key_material(&self, body: &str) -> bool {
+        let mut known = self
+            .key_fragments
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Ok(key) = self.asc.config.private_key.current()
+            && key.generation != known.0
+        {
+            known.1.extend(fragments(key.value.expose_secret()));
+            known.0 = key.generation;
+        }
+        known.1.iter().any(|f| body.contains(f.as_str()))
     }
 }
 
@@ -99,11 +134,7 @@ impl ExternalWriteTool for ReviewReply {
         args: ReviewReplyArgs,
     ) -> Result<WritePlan<ReplyPayload>, ToolError> {
         let locale = locale::check(&self.asc.config.locales, &args.locale, &args.body)?.to_owned();
-        if self
-            .key_fragments
-            .iter()
-            .any(|f| args.body.contains(f.as_str()))
-        {
+        if self.holds_key_material(&args.body) {
             return Err(ToolError::new(ErrorCode::OutboundBlocked)
                 .with_detail("App Store Connect key material"));
         }
