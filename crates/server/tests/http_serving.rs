@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use care_core::catalog::{Role, tools_of};
-use common::http::{HttpServer, Raw, add_client, call_body, clients};
+use common::http::{HttpServer, Raw, RawSession, add_client, call_body, clients};
 use common::{Sandbox, implemented, run_once};
 use serde_json::{Value, json};
 
@@ -429,5 +429,43 @@ fn tls_serves_https_with_the_given_certificate() {
             .send()
             .await;
         assert!(plain.is_err() || plain.unwrap().status() != 200);
+    });
+}
+
+#[test]
+fn a_session_belongs_to_the_client_that_opened_it() {
+    let sandbox = Sandbox::new();
+    let owner = add_client(&sandbox, "owner-agent", "lead", None);
+    let other = add_client(&sandbox, "other-agent", "lead", None);
+    let server = HttpServer::start(&sandbox, &["lead"], &[]);
+    rt().block_on(async {
+        let raw = Raw::new(&server);
+        let mine = raw.session(&owner).await;
+        // Another valid client holding the id can neither use the session...
+        let borrowed = RawSession {
+            raw: raw.clone(),
+            token: other.clone(),
+            id: mine.id.clone(),
+        };
+        let used = borrowed.call(2, "kpi_report", json!({})).await;
+        assert_eq!(used.status, 404, "{used:?}");
+        assert_eq!(used.body, "Not Found: Session not found");
+        // ...nor end it.
+        let ended = raw
+            .http
+            .delete(&raw.url)
+            .bearer_auth(&other)
+            .header("Mcp-Session-Id", &mine.id)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(ended.status().as_u16(), 404);
+        // Its opener goes on.
+        let ok = mine.call(3, "kpi_report", json!({})).await;
+        assert_eq!(ok.status, 200, "{ok:?}");
+        assert_eq!(ok.message()["result"]["structuredContent"]["ok"], true);
+    });
+    server.wait_for_audit(|a| {
+        a["client"] == "other-agent" && a["error_code"] == "SESSION_OF_ANOTHER_CLIENT"
     });
 }

@@ -33,6 +33,7 @@ const MAX_BODY: usize = 4 * 1024 * 1024;
 const UNAUTHENTICATED: &str = "UNAUTHENTICATED";
 const REVOKED: &str = "CLIENT_REVOKED";
 const ROLE_NOT_SERVED: &str = "ROLE_NOT_SERVED";
+const OTHERS_SESSION: &str = "SESSION_OF_ANOTHER_CLIENT";
 /// The audit's client for a request that named no live client.
 const NOBODY: &str = "unauthenticated";
 
@@ -41,7 +42,34 @@ const NOBODY: &str = "unauthenticated";
 pub struct Guard {
     pub gates: Vec<(Role, Arc<Gate>)>,
     pub ledger: Arc<dyn Ledger>,
+    /// Which client opened each session this process holds: a session is its opener's only,
+    /// so another client holding its id (from a log, a proxy) can neither use nor end it.
+    pub sessions: SessionOwners,
 }
+
+/// Session id → the client that opened it.
+#[derive(Debug, Default)]
+pub struct SessionOwners(std::sync::Mutex<std::collections::HashMap<String, String>>);
+
+impl SessionOwners {
+    fn owner(&self, session: &str) -> Option<String> {
+        self.0.lock().ok()?.get(session).cloned()
+    }
+
+    fn set(&self, session: &str, client: &str) {
+        if let Ok(mut map) = self.0.lock() {
+            map.insert(session.to_owned(), client.to_owned());
+        }
+    }
+
+    fn forget(&self, session: &str) {
+        if let Ok(mut map) = self.0.lock() {
+            map.remove(session);
+        }
+    }
+}
+
+const SESSION_HEADER: &str = "mcp-session-id";
 
 impl Guard {
     fn gate(&self, role: Option<Role>) -> &Arc<Gate> {
@@ -189,12 +217,48 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
             return tool_refusal(&call.id, code, retry_after);
         }
     }
+    let session = parts
+        .headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(id) = &session
+        && guard.sessions.owner(id).is_some_and(|owner| owner != client.name)
+    {
+        // Someone else's session: answered as an unknown session is (rmcp's 404), audited.
+        audit_refusal(
+            &guard,
+            Some(role),
+            &client.name,
+            OTHERS_SESSION,
+            peek.as_ref(),
+            started,
+        )
+        .await;
+        return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+    }
+    let deleting = parts.method == axum::http::Method::DELETE;
+    let name = client.name.clone();
     parts.extensions.insert(Caller {
         name: client.name,
         role,
     });
-    next.run(Request::from_parts(parts, Body::from(bytes)))
-        .await
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    match (&session, response.headers().get(SESSION_HEADER)) {
+        // A session opened by this request belongs to its client.
+        (None, Some(opened)) => {
+            if let Ok(opened) = opened.to_str() {
+                guard.sessions.set(opened, &name);
+            }
+        }
+        (Some(id), _) if deleting || response.status() == StatusCode::NOT_FOUND => {
+            guard.sessions.forget(id);
+        }
+        _ => {}
+    }
+    response
 }
 
 enum Refusal {

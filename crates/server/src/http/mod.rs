@@ -194,6 +194,7 @@ fn router(
     let guard = Arc::new(guard::Guard {
         gates: gates.to_vec(),
         ledger: Arc::clone(ledger),
+        sessions: guard::SessionOwners::default(),
     });
     let mcp = Router::new()
         .route_service("/mcp", mcp)
