@@ -334,7 +334,15 @@ fn in_normal_build(root: &str, first_hop: &str, krate: &str) -> bool {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
     let out = Command::new(&cargo)
-        .args(["tree", "--locked", "--all-features", "-e", "normal", "--prefix", "none"])
+        .args([
+            "tree",
+            "--locked",
+            "--all-features",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
         .args(["-f", "{p}", "-p", root, "-i", krate])
         .arg("--manifest-path")
         .arg(&manifest)
@@ -354,7 +362,12 @@ fn dependency_arrows_point_inward() {
         .into_iter()
         .filter(|v| {
             // "a -> b -> ... -> x: ..." through third-party crates: kept if a normal build has it.
-            let path: Vec<&str> = v.split(':').next().unwrap_or_default().split(" -> ").collect();
+            let path: Vec<&str> = v
+                .split(':')
+                .next()
+                .unwrap_or_default()
+                .split(" -> ")
+                .collect();
             path.len() < 3 || in_normal_build(path[0], path[1], path[path.len() - 1])
         })
         .collect();

@@ -223,7 +223,10 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     if let Some(id) = &session
-        && guard.sessions.owner(id).is_some_and(|owner| owner != client.name)
+        && guard
+            .sessions
+            .owner(id)
+            .is_some_and(|owner| owner != client.name)
     {
         // Someone else's session: answered as an unknown session is (rmcp's 404), audited.
         audit_refusal(
