@@ -1,32 +1,47 @@
 //! Audit trail: one record per tool call, to the ledger and as a JSON line on stderr, holding a
 //! salted digest of the arguments and never the arguments themselves.
 //!
-//! The stderr line is written before the call answers. The ledger row of an ordinary call is
-//! queued to a background writer so the answer does not wait for an INSERT; the row that must
-//! precede an external write is written synchronously ([`Auditor::record_now`]), so a write
-//! whose audit cannot be stored is never sent. [`Auditor::flush`] drains the queue (at the end
-//! of a session).
+//! The stderr line is written before the call answers. Ledger rows go through one writer per
+//! auditor (per process), which appends them to its own hash chain (`audit_chain`): whatever
+//! is queued when it wakes is stored as one multi-row insert with the chain's new head, in
+//! one transaction, so a burst of calls costs one commit. An ordinary call's row is queued and
+//! the answer does not wait for it; the row that must precede an external write
+//! ([`Auditor::record_now`]) waits for its batch's commit, so a write whose audit cannot be
+//! stored is never sent. [`Auditor::flush`] drains the queue (at the end of a session).
 
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Mutex, mpsc, oneshot};
 
+use crate::audit_chain::Chain;
 use crate::canonical::audit_digest;
-use crate::ledger::{AuditRecord, Ledger, LedgerError};
+use crate::ledger::{AuditBatch, AuditRecord, Ledger, LedgerError};
+
+/// Most rows stored in one transaction: bounds a batch's statement size (SQLite's parameter
+/// limit) and the wait of a `record_now` queued behind a burst.
+const MAX_BATCH: usize = 256;
+
+type Ack = oneshot::Sender<Result<(), String>>;
 
 enum Queued {
-    Record(Box<AuditRecord>),
+    Record(Box<AuditRecord>, Option<Ack>),
     Flush(oneshot::Sender<()>),
 }
 
 /// Writes audit records.
 #[derive(Clone)]
 pub struct Auditor {
-    ledger: Arc<dyn Ledger>,
-    salt: Arc<[u8]>,
+    writer: Arc<Writer>,
     /// The background writer; `None` outside a tokio runtime (rows are then written inline).
     queue: Option<mpsc::UnboundedSender<Queued>>,
+}
+
+/// What stores rows: the ledger, the salt that keys digests and chain hashes, and the chain.
+struct Writer {
+    ledger: Arc<dyn Ledger>,
+    salt: Arc<[u8]>,
+    chain: Mutex<Chain>,
 }
 
 impl std::fmt::Debug for Auditor {
@@ -37,29 +52,49 @@ impl std::fmt::Debug for Auditor {
 
 impl Auditor {
     pub fn new(ledger: Arc<dyn Ledger>, salt: &[u8]) -> Self {
-        let queue = tokio::runtime::Handle::try_current().ok().map(|runtime| {
-            let (tx, rx) = mpsc::unbounded_channel();
-            runtime.spawn(write_queued(Arc::clone(&ledger), rx));
-            tx
-        });
-        Auditor {
+        let writer = Arc::new(Writer {
             ledger,
             salt: Arc::from(salt),
-            queue,
-        }
+            chain: Mutex::new(Chain::start(chrono::Utc::now())),
+        });
+        let queue = tokio::runtime::Handle::try_current().ok().map(|runtime| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            runtime.spawn(write_queued(Arc::clone(&writer), rx));
+            tx
+        });
+        Auditor { writer, queue }
     }
 
     pub fn digest(&self, tool: &str, arguments: &Value) -> String {
-        audit_digest(&self.salt, tool, arguments)
+        audit_digest(&self.writer.salt, tool, arguments)
+    }
+
+    /// A label for an HTTP session: a salted digest of its id, so the audit ties a session's
+    /// calls together without holding the id a client could resume it with.
+    pub fn session_label(&self, session_id: &str) -> String {
+        let digest = audit_digest(
+            &self.writer.salt,
+            "mcp-session",
+            &Value::String(session_id.to_owned()),
+        );
+        format!("h-{}", digest.get(..16).unwrap_or(&digest))
+    }
+
+    /// The chain this auditor appends to.
+    pub async fn chain_id(&self) -> String {
+        self.writer.chain.lock().await.id.clone()
     }
 
     /// Emits the stderr line now and queues the ledger row.
     pub async fn record(&self, record: &AuditRecord) {
         log_line(record);
         match &self.queue {
-            Some(queue) if queue.send(Queued::Record(Box::new(record.clone()))).is_ok() => {}
+            Some(queue)
+                if queue
+                    .send(Queued::Record(Box::new(record.clone()), None))
+                    .is_ok() => {}
             _ => {
-                let _ = store(self.ledger.as_ref(), record).await;
+                let _ = self.writer.append(vec![record.clone()]).await;
             }
         }
     }
@@ -68,7 +103,25 @@ impl Auditor {
     /// before the action they announce.
     pub async fn record_now(&self, record: &AuditRecord) -> Result<(), LedgerError> {
         log_line(record);
-        store(self.ledger.as_ref(), record).await
+        let Some(queue) = &self.queue else {
+            return self.writer.append(vec![record.clone()]).await;
+        };
+        let (ack, stored) = oneshot::channel();
+        if queue
+            .send(Queued::Record(Box::new(record.clone()), Some(ack)))
+            .is_err()
+        {
+            return Err(LedgerError::Unavailable(
+                "the audit writer has stopped".into(),
+            ));
+        }
+        match stored.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(reason)) => Err(LedgerError::Unavailable(reason)),
+            Err(_) => Err(LedgerError::Unavailable(
+                "the audit writer has stopped".into(),
+            )),
+        }
     }
 
     /// Waits until every queued row has been written (or has failed and been logged).
@@ -82,25 +135,58 @@ impl Auditor {
     }
 }
 
-async fn write_queued(ledger: Arc<dyn Ledger>, mut rx: mpsc::UnboundedReceiver<Queued>) {
-    while let Some(item) = rx.recv().await {
-        match item {
-            Queued::Record(record) => {
-                let _ = store(ledger.as_ref(), &record).await;
+impl Writer {
+    /// Appends `records` to the chain in one transaction; the chain moves only if it
+    /// committed, so a failed batch leaves no gap (its rows stay on stderr).
+    async fn append(&self, records: Vec<AuditRecord>) -> Result<(), LedgerError> {
+        let mut chain = self.chain.lock().await;
+        let (links, head) = chain.links(&self.salt, &records);
+        let count = records.len();
+        let batch = AuditBatch {
+            rows: records.into_iter().zip(links).collect(),
+            head,
+        };
+        match self.ledger.append_audit(&batch).await {
+            Ok(()) => {
+                chain.advance(&batch.head);
+                Ok(())
             }
-            Queued::Flush(done) => {
-                let _ = done.send(());
+            Err(err) => {
+                tracing::warn!(target: "care_mcp::audit", error = %err, rows = count, "audit rows not stored");
+                Err(err)
             }
         }
     }
 }
 
-async fn store(ledger: &dyn Ledger, record: &AuditRecord) -> Result<(), LedgerError> {
-    let stored = ledger.record_audit(record).await;
-    if let Err(err) = &stored {
-        tracing::warn!(target: "care_mcp::audit", error = %err, tool = %record.tool, "audit row not stored");
+async fn write_queued(writer: Arc<Writer>, mut rx: mpsc::UnboundedReceiver<Queued>) {
+    while let Some(first) = rx.recv().await {
+        let mut records = Vec::new();
+        let mut acks = Vec::new();
+        let mut flushes = Vec::new();
+        let mut next = Some(first);
+        while let Some(item) = next.take() {
+            match item {
+                Queued::Record(record, ack) => {
+                    records.push(*record);
+                    acks.extend(ack);
+                }
+                Queued::Flush(done) => flushes.push(done),
+            }
+            if records.len() < MAX_BATCH {
+                next = rx.try_recv().ok();
+            }
+        }
+        if !records.is_empty() {
+            let stored = writer.append(records).await.map_err(|e| e.to_string());
+            for ack in acks {
+                let _ = ack.send(stored.clone());
+            }
+        }
+        for done in flushes {
+            let _ = done.send(());
+        }
     }
-    stored
 }
 
 fn log_line(record: &AuditRecord) {
@@ -109,11 +195,19 @@ fn log_line(record: &AuditRecord) {
         at = %record.at.to_rfc3339(),
         role = %record.role,
         client = %record.client,
+        session = %record.session,
         tool = %record.tool,
+        capability = %record.capability,
         outcome = %record.outcome,
+        decision = %record.decision,
+        rules = %record.rules.join(","),
+        denied_by = record.denied_by.as_deref().unwrap_or(""),
         error_code = record.error_code.as_deref().unwrap_or(""),
         approval_id = record.approval_id.as_deref().unwrap_or(""),
         duration_us = record.duration_us,
+        output_bytes = record.output.map_or(0, |o| o.bytes),
+        output_items = record.output.map_or(0, |o| o.items),
+        output_truncated = record.output.is_some_and(|o| o.truncated),
         args_digest = %record.args_digest,
         "audit"
     );

@@ -13,9 +13,10 @@ use serde_json::{Map, Value};
 use tokio_util::task::TaskTracker;
 
 use crate::catalog::{self, ToolKind};
+use crate::decision::{self, Rule, TraceResult};
 use crate::envelope;
 use crate::error::{ErrorCode, ToolError};
-use crate::ledger::AuditRecord;
+use crate::ledger::{AuditRecord, OutputSummary};
 use crate::tool::{CallContext, Handled, Registry, Services, ToolHandler};
 
 /// What the MCP layer sends back for one call.
@@ -37,6 +38,8 @@ pub struct Gate {
     writes: TaskTracker,
     /// Set by [`Gate::close`]: new calls are refused with SERVER_STOPPING.
     closing: AtomicBool,
+    /// The session label of calls made through [`Gate::call`]: one per process (stdio).
+    session: String,
 }
 
 impl std::fmt::Debug for Gate {
@@ -57,6 +60,11 @@ struct Call {
     digest: String,
 }
 
+/// A new stdio session label: `s-` and 16 random hex digits.
+fn new_session_label() -> String {
+    format!("s-{:016x}", rand::random::<u64>())
+}
+
 impl Gate {
     pub fn new(registry: Registry, services: Arc<Services>) -> Self {
         Gate {
@@ -64,7 +72,13 @@ impl Gate {
             services,
             writes: TaskTracker::new(),
             closing: AtomicBool::new(false),
+            session: new_session_label(),
         }
+    }
+
+    /// The session label of this process's stdio calls.
+    pub fn session(&self) -> &str {
+        &self.session
     }
 
     pub fn registry(&self) -> &Registry {
@@ -99,15 +113,21 @@ impl Gate {
     /// Runs one call end to end as the configured client label (stdio). Never panics, never
     /// leaks a panic payload.
     pub async fn call(&self, name: &str, arguments: Option<Map<String, Value>>) -> GateAnswer {
-        self.call_as(&self.services.config.client_id, name, arguments)
-            .await
+        self.call_as(
+            &self.services.config.client_id,
+            &self.session,
+            name,
+            arguments,
+        )
+        .await
     }
 
-    /// [`Gate::call`] on behalf of `client` (an authenticated HTTP client): its name goes
-    /// into the call context and the audit row.
+    /// [`Gate::call`] on behalf of `client` (an authenticated HTTP client) in `session`: both
+    /// go into the call context and the audit row.
     pub async fn call_as(
         &self,
         client: &str,
+        session: &str,
         name: &str,
         arguments: Option<Map<String, Value>>,
     ) -> GateAnswer {
@@ -115,6 +135,7 @@ impl Gate {
         let ctx = CallContext {
             role: self.registry.role(),
             client: client.to_owned(),
+            session: session.to_owned(),
             now: (self.services.clock)(),
         };
         let arguments = arguments.unwrap_or_default();
@@ -127,15 +148,11 @@ impl Gate {
                 .services
                 .auditor
                 .digest(name, &Value::Object(arguments));
-            let record = audit_record(
-                &ctx,
-                tool,
-                "error",
-                Some(ErrorCode::UnknownTool),
-                None,
-                started,
-                digest,
-            );
+            let mut record = audit_record(&ctx, tool, started, digest);
+            record.outcome = "error".to_owned();
+            record.error_code = Some(ErrorCode::UnknownTool.as_str().to_owned());
+            record.decision = "deny".to_owned();
+            record.denied_by = Some(Rule::RoleGate.as_str().to_owned());
             self.services.auditor.record(&record).await;
             return GateAnswer::UnknownTool;
         };
@@ -177,16 +194,17 @@ impl Gate {
 impl Call {
     /// Answers with `code` without running the tool (audited like any call).
     async fn refuse(self, code: ErrorCode) -> GateAnswer {
-        self.finish(Handled::of(Err(ToolError::new(code)))).await
+        let trace = TraceResult::of(&[Rule::RoleGate]);
+        self.finish(Handled::of(Err(ToolError::new(code))), trace)
+            .await
     }
 
     async fn run(self) -> GateAnswer {
         let tool = self.handler.entry().name;
         let handler = Arc::clone(&self.handler);
-        let reply = match AssertUnwindSafe(handler.call(&self.ctx, self.arguments.clone()))
-            .catch_unwind()
-            .await
-        {
+        let call = AssertUnwindSafe(handler.call(&self.ctx, self.arguments.clone())).catch_unwind();
+        let (reply, trace) = decision::traced(Rule::RoleGate, call).await;
+        let reply = match reply {
             Ok(reply) => reply,
             Err(payload) => {
                 let detail = payload
@@ -198,10 +216,10 @@ impl Call {
                 Handled::of(Err(ToolError::new(ErrorCode::Internal)))
             }
         };
-        self.finish(reply).await
+        self.finish(reply, trace).await
     }
 
-    async fn finish(self, reply: Handled) -> GateAnswer {
+    async fn finish(self, reply: Handled, trace: TraceResult) -> GateAnswer {
         let tool = self.handler.entry().name;
         let (envelope, is_error, outcome, code) = match &reply.result {
             Ok(data) => {
@@ -215,27 +233,28 @@ impl Call {
                 (envelope::failure(err), true, "error", Some(err.code))
             }
         };
-        let record = audit_record(
-            &self.ctx,
-            tool,
-            outcome,
-            code,
-            reply.approval_id.clone(),
-            self.started,
-            self.digest,
-        );
+        let why = trace.why(reply.result.as_ref().err());
+        let mut record = audit_record(&self.ctx, tool, self.started, self.digest);
+        record.outcome = outcome.to_owned();
+        record.error_code = code.map(|c| c.as_str().to_owned());
+        record.approval_id = reply
+            .approval_id
+            .filter(|id| id.len() <= 64 && id.bytes().all(|b| b.is_ascii_graphic()));
+        record.decision = why.decision.to_owned();
+        record.rules = why.rules;
+        record.denied_by = why.denied_by;
+        record.output = Some(summarize(&envelope));
+        record.approval_trail = reply.approval_trail;
         // Queued: the answer does not wait for the INSERT; failures are logged by the auditor.
         self.services.auditor.record(&record).await;
         GateAnswer::Result { envelope, is_error }
     }
 }
 
+/// The record of a call's fixed facts; the caller fills in how it ended and why.
 fn audit_record(
     ctx: &CallContext,
     tool: &str,
-    outcome: &str,
-    code: Option<ErrorCode>,
-    approval_id: Option<String>,
     started: Instant,
     args_digest: String,
 ) -> AuditRecord {
@@ -244,11 +263,44 @@ fn audit_record(
         role: ctx.role.as_str().to_owned(),
         client: ctx.client.clone(),
         tool: tool.to_owned(),
-        outcome: outcome.to_owned(),
-        error_code: code.map(|c| c.as_str().to_owned()),
-        approval_id: approval_id
-            .filter(|id| id.len() <= 64 && id.bytes().all(|b| b.is_ascii_graphic())),
         duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         args_digest,
+        capability: catalog::lookup(tool).map_or_else(String::new, |e| e.labels().join(",")),
+        session: ctx.session.clone(),
+        ..AuditRecord::default()
+    }
+}
+
+/// Size and shape of an answer, never its content: the serialised envelope's bytes, the
+/// elements of `data`'s top-level lists, and `data.truncated`.
+pub fn summarize(envelope: &Value) -> OutputSummary {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut bytes = Count(0);
+    // Writing to a counter cannot fail; a failure would only undercount.
+    let _ = serde_json::to_writer(&mut bytes, envelope);
+    let data = envelope.get("data").and_then(Value::as_object);
+    let items = data.map_or(0, |d| {
+        d.values()
+            .filter_map(Value::as_array)
+            .map(|a| a.len() as u64)
+            .sum()
+    });
+    let truncated = data
+        .and_then(|d| d.get("truncated"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    OutputSummary {
+        bytes: bytes.0,
+        items,
+        truncated,
     }
 }

@@ -73,6 +73,7 @@ where
         ToolError::invalid(field).with_detail("arguments did not parse")
     })?;
     parsed.validate()?;
+    crate::decision::passed(crate::decision::Rule::Input);
     Ok(parsed)
 }
 

@@ -336,21 +336,106 @@ pub struct AwaitingSummary {
     pub oldest_opened_at: Option<DateTime<Utc>>,
 }
 
-/// One audited tool call. Carries a digest of the arguments, never the arguments.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One audited tool call. Carries a digest of the arguments, never the arguments; says why
+/// the call was allowed or refused (capability, session, decision, rules), how much it
+/// answered (never what), and on an external write who approved it and until when.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct AuditRecord {
     pub at: DateTime<Utc>,
     pub role: String,
     pub client: String,
     /// A catalog name, or `unknown` for a name that exists nowhere.
     pub tool: String,
-    /// `ok`, `dry_run` or `error`.
+    /// `ok`, `dry_run`, `intent` or `error`.
     pub outcome: String,
     pub error_code: Option<String>,
     pub approval_id: Option<String>,
     pub duration_us: u64,
     /// Hex HMAC-SHA256 of the canonical arguments keyed by the audit salt.
     pub args_digest: String,
+    /// The tool's capability labels from the catalog, comma-separated (`read,upstream`).
+    pub capability: String,
+    /// The session the call belongs to: one id per stdio process, one per HTTP session
+    /// (a salted digest of its `Mcp-Session-Id`, never the id itself); ties a task's reads
+    /// to its write.
+    pub session: String,
+    /// `allow`, `deny` (a rule refused) or `error` (allowed, then failed upstream or inside).
+    pub decision: String,
+    /// The rules the call passed, in order (`role_gate`, `input`, `scope`, `locale`,
+    /// `outbound_scan`, `write_switch`, `approval`, ...).
+    pub rules: Vec<String>,
+    /// The rule that refused it (`scope`, `outbound_scan:aws_access_key`, ...), on `deny`.
+    pub denied_by: Option<String>,
+    /// Size and shape of the answer, never its content.
+    pub output: Option<OutputSummary>,
+    /// On external writes: the approval's decisions and expiry, as canonical JSON
+    /// (`{"decisions":[{"approver","decision","at"}],"expires_at"}`, times in ms).
+    pub approval_trail: Option<String>,
+}
+
+/// What an answer held, without what it said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct OutputSummary {
+    /// Bytes of the serialised result envelope.
+    pub bytes: u64,
+    /// Elements of the top-level lists in `data` (0 when it has none).
+    pub items: u64,
+    /// The tool cut its answer short (`data.truncated`).
+    pub truncated: bool,
+}
+
+/// An audit row as stored: its id and, for rows written since chaining began, its link.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredAudit {
+    pub id: i64,
+    pub record: AuditRecord,
+    pub link: Option<ChainLink>,
+}
+
+/// A row's place in its writer's hash chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainLink {
+    /// One chain per audit writer (per process and ledger): replicas never share a chain.
+    pub chain: String,
+    /// 1, 2, 3, ... within the chain.
+    pub seq: i64,
+    /// The previous row's `hash` (64 zeros for the first row).
+    pub prev_hash: String,
+    /// Hex HMAC-SHA256, keyed by the audit salt, over the row's fields, `chain`, `seq` and
+    /// `prev_hash` (see `audit_chain`).
+    pub hash: String,
+}
+
+/// A chain's recorded head, updated in the transaction that appends to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainHead {
+    pub chain: String,
+    pub started_at: DateTime<Utc>,
+    pub seq: i64,
+    pub hash: String,
+    /// HMAC over `chain`, `seq` and `hash`: a head cannot be moved back without the salt.
+    pub mac: String,
+}
+
+/// Rows appended to one chain in one transaction, with the chain's new head.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditBatch {
+    pub rows: Vec<(AuditRecord, ChainLink)>,
+    pub head: ChainHead,
+}
+
+/// Which audit rows `audit_rows` returns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AuditQuery {
+    pub since: Option<DateTime<Utc>>,
+    pub tool: Option<String>,
+    pub outcome: Option<String>,
+    pub session: Option<String>,
+    /// Only rows with a larger id (paging in id order).
+    pub after_id: Option<i64>,
+    /// Oldest first (by id) instead of newest first.
+    pub oldest_first: bool,
+    pub limit: u32,
 }
 
 /// The one store behind approvals, KPI, CSAT, SLA tickets and the audit trail.
@@ -482,8 +567,18 @@ pub trait Ledger: Send + Sync + std::fmt::Debug {
 
     // --- audit -----------------------------------------------------------------------------
 
-    async fn record_audit(&self, record: &AuditRecord) -> Result<(), LedgerError>;
+    /// Appends rows to their chain and moves its head, in one transaction.
+    async fn append_audit(&self, batch: &AuditBatch) -> Result<(), LedgerError>;
 
     /// Most recent first.
     async fn recent_audit(&self, limit: u32) -> Result<Vec<AuditRecord>, LedgerError>;
+
+    /// Rows matching `query`, with their ids and chain links.
+    async fn audit_rows(&self, query: &AuditQuery) -> Result<Vec<StoredAudit>, LedgerError>;
+
+    /// One row by id.
+    async fn audit_row(&self, id: i64) -> Result<Option<StoredAudit>, LedgerError>;
+
+    /// Every chain's recorded head.
+    async fn audit_heads(&self) -> Result<Vec<ChainHead>, LedgerError>;
 }

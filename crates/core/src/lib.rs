@@ -19,7 +19,9 @@
 //! - [`ledger_tools`]: the tools that need no upstream (KPI, CSAT, SLA, approvals).
 //! - [`pipeline`]: the one path an external write can take.
 //! - [`gate`]: the call path every `tools/call` takes (lookup, panic containment, audit).
-//! - [`audit`]: audit events.
+//! - [`audit`]: audit events, written in batches by one chained writer per process.
+//! - [`audit_chain`]: the keyed hash chain over audit rows and its verification.
+//! - [`decision`]: the rules a call passed or was refused by, for its audit row.
 //! - [`env`]: typed reading of configuration (problems by name, secrets unprintable).
 //! - [`config`]: the core's `CARE_*` configuration.
 //! - [`variables`]: every variable each role reads, declared once.
@@ -29,10 +31,12 @@
 pub mod approval_channel;
 pub mod approvals;
 pub mod audit;
+pub mod audit_chain;
 pub mod canonical;
 pub mod catalog;
 pub mod clients;
 pub mod config;
+pub mod decision;
 pub mod display;
 pub mod env;
 pub mod envelope;

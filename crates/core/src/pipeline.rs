@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 use crate::approval_channel::CardContent;
 use crate::canonical::{self, HashEncoding};
 use crate::catalog::{CatalogEntry, ToolKind};
+use crate::decision::{self, Rule};
 use crate::error::{ErrorCode, ToolError};
 use crate::input::{self, Validate};
 use crate::ledger::{ApprovalRow, ApprovalStatus, AuditRecord, ConsumeError, WriteOutcome};
@@ -178,8 +179,10 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
             .scanner
             .scan_all(plan.outbound_text.iter().map(String::as_str))
         {
+            decision::refused(format!("outbound_scan:{}", finding.label()));
             return Err(ToolError::new(ErrorCode::OutboundBlocked).with_detail(finding.label()));
         }
+        decision::passed(Rule::OutboundScan);
         let facts_json = canonical::encode_string(&Value::Object(plan.checked_facts.clone()));
         Ok(Checked {
             plan,
@@ -200,6 +203,7 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
             result,
             dry_run,
             approval_id: approval_id.clone(),
+            approval_trail: None,
         };
 
         let checked = match self.plan_checked(ctx, &arguments).await {
@@ -217,6 +221,7 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
         if !self.tool.writes_allowed() {
             return reply(Err(ToolError::new(ErrorCode::WriteDisabled)), false);
         }
+        decision::passed(Rule::WriteSwitch);
 
         let Some(id) = approval_id.as_deref() else {
             return reply(Err(ToolError::new(ErrorCode::ApprovalRequired)), false);
@@ -229,7 +234,37 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
             .services
             .auditor
             .digest(T::NAME, &Value::Object(audited));
-        reply(self.send(ctx, checked, &arguments, id, digest).await, false)
+        let (result, trail) = self.send(ctx, checked, &arguments, id, digest).await;
+        let mut handled = reply(result, false);
+        handled.approval_trail = trail;
+        handled
+    }
+
+    /// The approval's decisions (who, which, when) and expiry as canonical JSON, for the
+    /// audit row of the write that used it. `None` if the decisions cannot be read: the
+    /// audit row must not fail the write.
+    async fn trail(&self, row: &ApprovalRow) -> Option<String> {
+        let decisions = match self.services.ledger.decisions(&row.id).await {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!(approval_id = %row.id, error = %e, "approval decisions not read for the audit");
+                return None;
+            }
+        };
+        let decisions: Vec<Value> = decisions
+            .iter()
+            .map(|d| {
+                json!({
+                    "approver": d.approver,
+                    "decision": d.decision.as_str(),
+                    "at": d.decided_at.timestamp_millis(),
+                })
+            })
+            .collect();
+        Some(canonical::encode_string(&json!({
+            "decisions": decisions,
+            "expires_at": row.expires_at.timestamp_millis(),
+        })))
     }
 
     /// The row, if it exists and this role requested it: another role's approval does not
@@ -347,7 +382,7 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
         arguments: &Map<String, Value>,
         approval_id: &str,
         args_digest: String,
-    ) -> Result<Value, ToolError> {
+    ) -> (Result<Value, ToolError>, Option<String>) {
         let ledger = &self.services.ledger;
         // Fail closed: the intent is on the audit trail before anything can go out.
         let intent = AuditRecord {
@@ -356,29 +391,38 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
             client: ctx.client.clone(),
             tool: T::NAME.to_owned(),
             outcome: "intent".to_owned(),
-            error_code: None,
             approval_id: Some(approval_id.to_owned()),
-            duration_us: 0,
             args_digest,
+            capability: self.entry_labels(),
+            session: ctx.session.clone(),
+            decision: "allow".to_owned(),
+            rules: decision::passed_so_far(),
+            ..AuditRecord::default()
         };
-        self.services
-            .auditor
-            .record_now(&intent)
-            .await
-            .map_err(ledger_error)?;
+        if let Err(e) = self.services.auditor.record_now(&intent).await {
+            return (Err(ledger_error(e)), None);
+        }
 
-        let row = self
-            .visible_row(ctx, approval_id)
-            .await?
-            .ok_or_else(|| ToolError::new(ErrorCode::NotFound))?;
+        let row = match self.visible_row(ctx, approval_id).await {
+            Ok(Some(row)) => row,
+            Ok(None) => return (Err(ToolError::new(ErrorCode::NotFound)), None),
+            Err(e) => return (Err(e), None),
+        };
         // The channel is the truth of a decision: a rejection recorded only on the relay (made
         // while no process was listening) is fetched and recorded here, before the consume.
-        let (row, _) = self.confirmed(row).await?;
+        let row = match self.confirmed(row).await {
+            Ok((row, _)) => row,
+            Err(e) => return (Err(e), None),
+        };
+        let trail = self.trail(&row).await;
         let hash = self.hash_for_row(&row, &checked, arguments);
-        ledger
+        if let Err(e) = ledger
             .consume(approval_id, T::NAME, &hash, &checked.facts_json)
             .await
-            .map_err(consume_error)?;
+        {
+            return (Err(consume_error(e)), trail);
+        }
+        decision::passed(Rule::Approval);
 
         let permit = WritePermit { approval_id };
         let applied = self.tool.apply(permit, checked.plan.payload).await;
@@ -391,7 +435,7 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
         if let Err(err) = ledger.record_outcome(approval_id, &outcome).await {
             tracing::error!(approval_id, error = %err, "write outcome not recorded");
         }
-        match applied {
+        let result = match applied {
             Ok(result) => Ok(json!({
                 "dry_run": false,
                 "sent": result,
@@ -405,7 +449,12 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
                 failed.detail = e.detail;
                 Err(failed)
             }
-        }
+        };
+        (result, trail)
+    }
+
+    fn entry_labels(&self) -> String {
+        ToolHandler::entry(self).labels().join(",")
     }
 }
 

@@ -29,6 +29,8 @@ use crate::outbound::OutboundScanner;
 pub struct CallContext {
     pub role: Role,
     pub client: String,
+    /// The session label the audit rows of this call carry (see `AuditRecord::session`).
+    pub session: String,
     pub now: DateTime<Utc>,
 }
 
@@ -118,6 +120,8 @@ pub struct Handled {
     pub result: Result<Value, ToolError>,
     pub dry_run: bool,
     pub approval_id: Option<String>,
+    /// The approval's decisions and expiry (canonical JSON) when an external write read it.
+    pub approval_trail: Option<String>,
 }
 
 impl Handled {
@@ -126,6 +130,7 @@ impl Handled {
             result,
             dry_run: false,
             approval_id: None,
+            approval_trail: None,
         }
     }
 }

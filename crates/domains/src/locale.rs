@@ -15,6 +15,7 @@
 //! A configured locale whose language is not in [`expected_languages`] is checked against the
 //! allowlist only.
 
+use care_core::decision::{self, Rule};
 use care_core::env::EnvReader;
 use care_core::error::{ErrorCode, ToolError};
 use whatlang::Lang;
@@ -93,6 +94,7 @@ pub fn check<'a>(allowed: &'a [String], locale: &str, body: &str) -> Result<&'a 
     };
     let expected = expected_languages(canonical);
     if expected.is_empty() {
+        decision::passed(Rule::Locale);
         return Ok(canonical);
     }
     match whatlang::detect(body) {
@@ -102,7 +104,10 @@ pub fn check<'a>(allowed: &'a [String], locale: &str, body: &str) -> Result<&'a 
                 info.lang().code()
             )),
         ),
-        _ => Ok(canonical),
+        _ => {
+            decision::passed(Rule::Locale);
+            Ok(canonical)
+        }
     }
 }
 

@@ -15,6 +15,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use care_core::audit::Auditor;
 use care_core::ledger::{AuditRecord, ConsumeError, Ledger};
 use chrono::Utc;
 use serde_json::{Value, json};
@@ -135,19 +136,35 @@ fn intent(id: &str) -> AuditRecord {
         client: "bench".to_owned(),
         tool: ACTION.to_owned(),
         outcome: "intent".to_owned(),
-        error_code: None,
         approval_id: Some(id.to_owned()),
-        duration_us: 0,
         args_digest: "d".repeat(64),
+        capability: "external-write,upstream,approval-gated".to_owned(),
+        session: "s-bench".to_owned(),
+        decision: "allow".to_owned(),
+        rules: [
+            "role_gate",
+            "input",
+            "scope",
+            "outbound_scan",
+            "write_switch",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+        ..AuditRecord::default()
     }
 }
 
 /// The pipeline's ledger steps of one external write: the intent row stored (committed), the
 /// row read, the consume. Any refusal is an error here: every approval is consumed once.
-async fn verify_and_consume(ledger: &dyn Ledger, id: &str, commits: &Times) -> Result<()> {
+async fn verify_and_consume(
+    ledger: &dyn Ledger,
+    auditor: &Auditor,
+    id: &str,
+    commits: &Times,
+) -> Result<()> {
     let t0 = Instant::now();
-    ledger
-        .record_audit(&intent(id))
+    auditor
+        .record_now(&intent(id))
         .await
         .map_err(|e| format!("intent: {e}"))?;
     commits.borrow_mut().push(t0.elapsed().as_nanos() as u64);
@@ -227,13 +244,16 @@ async fn run(args: &[String]) -> Result<()> {
         let prefix = format!("c{w}");
         seed(ledger.as_ref(), &o.url, &prefix, o.approvals).await?;
         let l = Arc::clone(&ledger);
+        // One auditor per process, as the server has: concurrent intent rows share commits.
+        let auditor = Auditor::new(Arc::clone(&ledger), b"sk-demo-bench-salt");
         let commits: Times = Rc::default();
         let intents = Rc::clone(&commits);
         let consume = concurrently(w, o.approvals, move |i| {
             let l = Arc::clone(&l);
+            let auditor = auditor.clone();
             let id = format!("{prefix}-{}", i + 1);
             let intents = Rc::clone(&intents);
-            async move { verify_and_consume(l.as_ref(), &id, &intents).await }
+            async move { verify_and_consume(l.as_ref(), &auditor, &id, &intents).await }
         })
         .await?;
         let intent = summary(commits.take(), Duration::ZERO);

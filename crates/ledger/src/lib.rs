@@ -7,6 +7,7 @@
 //!   database that is down at start only makes calls fail (`Unavailable`) until it returns.
 //! - `clients`: the HTTP clients and their sliding call windows (`care_core::clients::ClientStore`).
 //! - `shared`: the `Ledger` implementation both backends expand, written once.
+//! - `audit_store`: the audit trail's chained batch append and the operators' reads.
 //! - `sql`: statement text; the per-backend `Dialect` reads the ledger's own clock.
 //! - `rows`: row records and their conversion to `care_core::ledger` types.
 //! - `sqlite_read`: SQLite's hot reads on the calling thread (rusqlite, its own connection).
@@ -15,6 +16,7 @@
 //! - `error`: sqlx errors mapped to `LedgerError`.
 //! - [`test_support`] (feature `test-support`): throwaway databases for tests.
 
+mod audit_store;
 mod clients;
 mod connect;
 mod error;

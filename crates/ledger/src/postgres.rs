@@ -20,8 +20,7 @@ use tokio::sync::OnceCell;
 use crate::connect::ConnectError;
 use crate::error::{db, migrate};
 use crate::rows::{
-    self, ApprovalRecord, AuditRow, AwaitingRecord, CsatCountRecord, DecisionRecord,
-    KpiSeriesRecord, millis,
+    self, ApprovalRecord, AwaitingRecord, CsatCountRecord, DecisionRecord, KpiSeriesRecord, millis,
 };
 use crate::{rules, sql};
 
@@ -114,4 +113,5 @@ impl PostgresLedger {
     }
 }
 
+crate::audit_store::impl_audit_store!(PostgresLedger, sqlx::Postgres);
 crate::shared::impl_ledger!(PostgresLedger, "postgres", sql::POSTGRES);

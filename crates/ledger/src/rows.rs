@@ -4,8 +4,8 @@
 use care_core::approvals::RowPolicy;
 use care_core::canonical::HashEncoding;
 use care_core::ledger::{
-    ApprovalRow, ApprovalStatus, AuditRecord, Decision, DecisionRow, KpiEntry, KpiSeries,
-    LedgerError, SupportChannel, WriteOutcome,
+    ApprovalRow, ApprovalStatus, AuditRecord, ChainHead, ChainLink, Decision, DecisionRow,
+    KpiEntry, KpiSeries, LedgerError, OutputSummary, StoredAudit, SupportChannel, WriteOutcome,
 };
 use chrono::{DateTime, Utc};
 
@@ -269,6 +269,7 @@ impl TryFrom<AwaitingRecord> for care_core::ledger::AwaitingSummary {
 
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct AuditRow {
+    id: i64,
     at: i64,
     role: String,
     client: String,
@@ -278,22 +279,88 @@ pub(crate) struct AuditRow {
     approval_id: Option<String>,
     duration_us: i64,
     args_digest: String,
+    capability: String,
+    session: String,
+    decision: String,
+    rules: String,
+    denied_by: Option<String>,
+    output_bytes: Option<i64>,
+    output_items: Option<i64>,
+    output_truncated: Option<bool>,
+    approval_trail: Option<String>,
+    chain_id: Option<String>,
+    chain_seq: Option<i64>,
+    prev_hash: Option<String>,
+    row_hash: Option<String>,
 }
 
-impl TryFrom<AuditRow> for AuditRecord {
+impl TryFrom<AuditRow> for StoredAudit {
     type Error = LedgerError;
 
     fn try_from(r: AuditRow) -> Result<Self, LedgerError> {
-        Ok(AuditRecord {
-            at: time(r.at)?,
-            role: r.role,
-            client: r.client,
-            tool: r.tool,
-            outcome: r.outcome,
-            error_code: r.error_code,
-            approval_id: r.approval_id,
-            duration_us: count(r.duration_us),
-            args_digest: r.args_digest,
+        let output = r.output_bytes.map(|bytes| OutputSummary {
+            bytes: count(bytes),
+            items: count(r.output_items.unwrap_or(0)),
+            truncated: r.output_truncated.unwrap_or(false),
+        });
+        let link = match (r.chain_id, r.chain_seq, r.prev_hash, r.row_hash) {
+            (Some(chain), Some(seq), Some(prev_hash), Some(hash)) => Some(ChainLink {
+                chain,
+                seq,
+                prev_hash,
+                hash,
+            }),
+            _ => None,
+        };
+        let rules = if r.rules.is_empty() {
+            Vec::new()
+        } else {
+            r.rules.split(',').map(str::to_owned).collect()
+        };
+        Ok(StoredAudit {
+            id: r.id,
+            record: AuditRecord {
+                at: time(r.at)?,
+                role: r.role,
+                client: r.client,
+                tool: r.tool,
+                outcome: r.outcome,
+                error_code: r.error_code,
+                approval_id: r.approval_id,
+                duration_us: count(r.duration_us),
+                args_digest: r.args_digest,
+                capability: r.capability,
+                session: r.session,
+                decision: r.decision,
+                rules,
+                denied_by: r.denied_by,
+                output,
+                approval_trail: r.approval_trail,
+            },
+            link,
+        })
+    }
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct ChainHeadRow {
+    chain_id: String,
+    started_at: i64,
+    head_seq: i64,
+    head_hash: String,
+    head_mac: String,
+}
+
+impl TryFrom<ChainHeadRow> for ChainHead {
+    type Error = LedgerError;
+
+    fn try_from(r: ChainHeadRow) -> Result<Self, LedgerError> {
+        Ok(ChainHead {
+            chain: r.chain_id,
+            started_at: time(r.started_at)?,
+            seq: r.head_seq,
+            hash: r.head_hash,
+            mac: r.head_mac,
         })
     }
 }

@@ -406,30 +406,33 @@ macro_rules! impl_ledger {
                 recs.into_iter().map(AwaitingSummary::try_from).collect()
             }
 
-            async fn record_audit(&self, record: &AuditRecord) -> Result<(), LedgerError> {
-                sqlx::query(sql::INSERT_AUDIT)
-                    .bind(millis(record.at))
-                    .bind(&record.role)
-                    .bind(&record.client)
-                    .bind(&record.tool)
-                    .bind(&record.outcome)
-                    .bind(&record.error_code)
-                    .bind(&record.approval_id)
-                    .bind(rows::duration_us(record.duration_us))
-                    .bind(&record.args_digest)
-                    .execute(self.ready().await?)
-                    .await
-                    .map_err(db)?;
-                Ok(())
+            async fn append_audit(
+                &self,
+                batch: &care_core::ledger::AuditBatch,
+            ) -> Result<(), LedgerError> {
+                self.audit_append(batch).await
             }
 
             async fn recent_audit(&self, limit: u32) -> Result<Vec<AuditRecord>, LedgerError> {
-                let recs: Vec<AuditRow> = sqlx::query_as(sql::RECENT_AUDIT)
-                    .bind(rows::limit(limit))
-                    .fetch_all(self.ready().await?)
-                    .await
-                    .map_err(db)?;
-                recs.into_iter().map(AuditRecord::try_from).collect()
+                self.audit_recent(limit).await
+            }
+
+            async fn audit_rows(
+                &self,
+                query: &care_core::ledger::AuditQuery,
+            ) -> Result<Vec<care_core::ledger::StoredAudit>, LedgerError> {
+                self.audit_query(query).await
+            }
+
+            async fn audit_row(
+                &self,
+                id: i64,
+            ) -> Result<Option<care_core::ledger::StoredAudit>, LedgerError> {
+                self.audit_by_id(id).await
+            }
+
+            async fn audit_heads(&self) -> Result<Vec<care_core::ledger::ChainHead>, LedgerError> {
+                self.audit_chain_heads().await
             }
         }
     };

@@ -193,9 +193,52 @@ pub(crate) const AWAITING: &str = "SELECT channel, COUNT(*) AS awaiting, \
      WHERE first_response_at IS NULL AND ($4 IS NULL OR channel = $4) \
      GROUP BY channel ORDER BY channel";
 
-pub(crate) const INSERT_AUDIT: &str = "INSERT INTO audit \
-     (at, role, client, tool, outcome, error_code, approval_id, duration_us, args_digest) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+/// The columns `rows::AuditRow` reads.
+macro_rules! audit_columns {
+    () => {
+        "id, at, role, client, tool, outcome, error_code, approval_id, duration_us, \
+         args_digest, capability, session, decision, rules, denied_by, output_bytes, \
+         output_items, output_truncated, approval_trail, chain_id, chain_seq, prev_hash, row_hash"
+    };
+}
 
-pub(crate) const RECENT_AUDIT: &str = "SELECT at, role, client, tool, outcome, error_code, \
-     approval_id, duration_us, args_digest FROM audit ORDER BY at DESC, id DESC LIMIT $1";
+/// Followed by one `(...)` of 22 values per row (`audit_store` builds them).
+pub(crate) const INSERT_AUDIT_ROWS: &str = "INSERT INTO audit \
+     (at, role, client, tool, outcome, error_code, approval_id, duration_us, args_digest, \
+     capability, session, decision, rules, denied_by, output_bytes, output_items, \
+     output_truncated, approval_trail, chain_id, chain_seq, prev_hash, row_hash) ";
+
+/// $1 chain, $2 started_at, $3 head seq, $4 head hash, $5 head MAC.
+pub(crate) const UPSERT_CHAIN_HEAD: &str = "INSERT INTO audit_chains \
+     (chain_id, started_at, head_seq, head_hash, head_mac) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (chain_id) DO UPDATE SET head_seq = excluded.head_seq, \
+     head_hash = excluded.head_hash, head_mac = excluded.head_mac";
+
+pub(crate) const AUDIT_HEADS: &str = "SELECT chain_id, started_at, head_seq, head_hash, head_mac FROM audit_chains ORDER BY chain_id";
+
+pub(crate) const RECENT_AUDIT: &str = concat!(
+    "SELECT ",
+    audit_columns!(),
+    " FROM audit ORDER BY at DESC, id DESC LIMIT $1"
+);
+
+pub(crate) const AUDIT_ROW: &str =
+    concat!("SELECT ", audit_columns!(), " FROM audit WHERE id = $1");
+
+/// $1 since (ms) or NULL, $2 tool, $3 outcome, $4 session, $5 after id (each or NULL), $6 limit.
+macro_rules! audit_query {
+    ($order:literal) => {
+        concat!(
+            "SELECT ",
+            audit_columns!(),
+            " FROM audit WHERE ($1 IS NULL OR at >= $1) AND ($2 IS NULL OR tool = $2) \
+             AND ($3 IS NULL OR outcome = $3) AND ($4 IS NULL OR session = $4) \
+             AND ($5 IS NULL OR id > $5) ORDER BY id ",
+            $order,
+            " LIMIT $6"
+        )
+    };
+}
+
+pub(crate) const AUDIT_QUERY_NEWEST: &str = audit_query!("DESC");
+pub(crate) const AUDIT_QUERY_OLDEST: &str = audit_query!("ASC");

@@ -23,8 +23,7 @@ use tokio::sync::OnceCell;
 use crate::connect::ConnectError;
 use crate::error::{db, migrate};
 use crate::rows::{
-    self, ApprovalRecord, AuditRow, AwaitingRecord, CsatCountRecord, DecisionRecord,
-    KpiSeriesRecord, millis,
+    self, ApprovalRecord, AwaitingRecord, CsatCountRecord, DecisionRecord, KpiSeriesRecord, millis,
 };
 use crate::sqlite_checkpoint::{self, Checkpointer};
 use crate::sqlite_read::Reader;
@@ -207,4 +206,5 @@ async fn lock_file(path: PathBuf) -> Result<std::fs::File, LedgerError> {
     .map_err(|e| LedgerError::Unavailable(format!("migration lock: {e}")))
 }
 
+crate::audit_store::impl_audit_store!(SqliteLedger, sqlx::Sqlite);
 crate::shared::impl_ledger!(SqliteLedger, "sqlite", sql::SQLITE);

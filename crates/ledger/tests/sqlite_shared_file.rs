@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use care_core::audit::Auditor;
 use care_core::ledger::{AuditRecord, Ledger};
 use care_ledger::SqliteLedger;
 use chrono::Utc;
@@ -29,22 +30,26 @@ async fn six_ledgers_open_and_write_one_fresh_file() {
         p.await.unwrap().unwrap();
     }
 
-    let writes: Vec<_> = ledgers
+    // One auditor (one chain) per process, all appending at once to one file.
+    let auditors: Vec<Auditor> = ledgers
+        .iter()
+        .map(|l| Auditor::new(l.clone(), b"sk-demo-shared-file-salt"))
+        .collect();
+    let writes: Vec<_> = auditors
         .iter()
         .enumerate()
-        .flat_map(|(i, l)| (0..20).map(move |j| (i, j, l.clone())))
-        .map(|(i, j, l)| {
+        .flat_map(|(i, a)| (0..20).map(move |j| (i, j, a.clone())))
+        .map(|(i, j, a)| {
             tokio::spawn(async move {
-                l.record_audit(&AuditRecord {
+                a.record_now(&AuditRecord {
                     at: Utc::now(),
                     role: format!("role{i}"),
                     client: "c".to_owned(),
                     tool: "kpi_record".to_owned(),
                     outcome: "ok".to_owned(),
-                    error_code: None,
-                    approval_id: None,
                     duration_us: j,
                     args_digest: "d".to_owned(),
+                    ..AuditRecord::default()
                 })
                 .await
             })
@@ -53,5 +58,17 @@ async fn six_ledgers_open_and_write_one_fresh_file() {
     for w in writes {
         w.await.unwrap().unwrap();
     }
+    let heads = ledgers[0].audit_heads().await.unwrap();
+    assert_eq!(heads.len(), 6);
+    assert!(heads.iter().all(|h| h.seq == 20), "{heads:?}");
+    let rows = ledgers[0]
+        .audit_rows(&care_core::ledger::AuditQuery {
+            limit: 1000,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let report = care_core::audit_chain::verify(b"sk-demo-shared-file-salt", rows, &heads);
+    assert!(report.intact(), "{report:?}");
     assert_eq!(ledgers[0].recent_audit(1000).await.unwrap().len(), 120);
 }

@@ -123,11 +123,20 @@ impl Ledger for Counting {
     ) -> Result<Vec<AwaitingSummary>, LedgerError> {
         self.hit().awaiting_first_response(c, b).await
     }
-    async fn record_audit(&self, r: &AuditRecord) -> Result<(), LedgerError> {
-        self.hit().record_audit(r).await
+    async fn append_audit(&self, batch: &AuditBatch) -> Result<(), LedgerError> {
+        self.hit().append_audit(batch).await
     }
     async fn recent_audit(&self, limit: u32) -> Result<Vec<AuditRecord>, LedgerError> {
         self.hit().recent_audit(limit).await
+    }
+    async fn audit_rows(&self, query: &AuditQuery) -> Result<Vec<StoredAudit>, LedgerError> {
+        self.hit().audit_rows(query).await
+    }
+    async fn audit_row(&self, id: i64) -> Result<Option<StoredAudit>, LedgerError> {
+        self.hit().audit_row(id).await
+    }
+    async fn audit_heads(&self) -> Result<Vec<ChainHead>, LedgerError> {
+        self.hit().audit_heads().await
     }
 }
 

@@ -35,6 +35,12 @@ pub enum Command {
         #[command(subcommand)]
         action: ApprovalsCommand,
     },
+    /// The audit trail: why each call was allowed or refused, and whether the record was
+    /// edited (every row is chained to the one before it by a keyed hash).
+    Audit {
+        #[command(subcommand)]
+        action: AuditCommand,
+    },
     /// Nostr keys for approvers and for the server.
     Keys {
         #[command(subcommand)]
@@ -113,6 +119,33 @@ pub enum ClientsCommand {
     Revoke { name: String },
     /// Replace a client's token (the old one stops working); prints the new one once.
     Rotate { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Audit rows, newest first: id, time, role, client, session, tool, outcome, decision.
+    List {
+        /// Only rows at or after this time: RFC 3339, or an age such as 30m, 12h, 7d.
+        #[arg(long)]
+        since: Option<String>,
+        /// Only calls of this tool.
+        #[arg(long)]
+        tool: Option<String>,
+        /// Only this outcome (ok, dry_run, intent, error).
+        #[arg(long)]
+        outcome: Option<String>,
+        /// Only this session (the label `audit list` shows).
+        #[arg(long)]
+        session: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// One row with everything it records: the rules, the answer's size, the approval trail,
+    /// its place in its chain.
+    Show { id: i64 },
+    /// Checks every row against its chain (needs the audit salt); names each edited,
+    /// deleted, inserted or reordered row and exits 1 if there is any.
+    Verify,
 }
 
 #[derive(Debug, Subcommand)]

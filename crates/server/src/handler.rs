@@ -132,17 +132,24 @@ impl CareServer {
         &self.tools
     }
 
-    /// A call on behalf of an authenticated HTTP client (named in the audit row).
+    /// A call on behalf of an authenticated HTTP client in the session labelled `session`
+    /// (both named in the audit row).
     pub async fn call_as(
         &self,
         client: &str,
+        session: &str,
         request: CallToolRequestParams,
     ) -> Result<CallToolResult, ErrorData> {
         let answer = self
             .gate
-            .call_as(client, &request.name, request.arguments)
+            .call_as(client, session, &request.name, request.arguments)
             .await;
         Self::respond(answer)
+    }
+
+    /// The audit label of an HTTP session id (a salted digest: never the id itself).
+    pub fn session_label(&self, session_id: &str) -> String {
+        self.gate.services().auditor.session_label(session_id)
     }
 
     /// The protocol answer of the gate's answer.

@@ -118,6 +118,23 @@ fn audit_salt(config: &Config) -> Vec<u8> {
     }
 }
 
+/// The salt an existing audit trail was written with, for `audit verify`: the configured one,
+/// or the embedded default's kept file. Never a new one: a fresh salt would verify nothing.
+pub(crate) fn existing_audit_salt(config: &Config) -> Result<Vec<u8>, StartError> {
+    if let Some(salt) = &config.audit_salt {
+        return Ok(salt.expose_secret().as_bytes().to_vec());
+    }
+    let missing =
+        || StartError("no audit salt: set CARE_AUDIT_SALT or CARE_AUDIT_SALT_FILE".into());
+    let db = sqlite_path(config).ok_or_else(missing)?;
+    let mut name = db.as_os_str().to_owned();
+    name.push(".audit-salt");
+    match std::fs::read(PathBuf::from(name)) {
+        Ok(salt) if salt.len() >= 32 => Ok(salt),
+        _ => Err(missing()),
+    }
+}
+
 fn random_salt() -> Vec<u8> {
     let bytes: [u8; 32] = rand::random();
     hex::encode(bytes).into_bytes()

@@ -106,6 +106,54 @@ fn every_call_is_audited_without_its_arguments() {
         }
     }
 
+    // Why each call was allowed or refused: one session label for the process, the rules
+    // passed, the refusing rule, the answer's size (never its content).
+    let session = &rows[0].session;
+    assert!(
+        session.starts_with("s-") && session.len() == 18,
+        "{session}"
+    );
+    assert!(rows.iter().all(|r| &r.session == session));
+    let why = |r: &AuditRecord| {
+        (
+            r.decision.clone(),
+            r.rules.join(","),
+            r.denied_by.clone().unwrap_or_default(),
+        )
+    };
+    let allowed = (
+        "allow".to_owned(),
+        "role_gate,input".to_owned(),
+        String::new(),
+    );
+    assert_eq!(why(&rows[0]), allowed);
+    assert_eq!(rows[0].capability, "ledger-write");
+    assert!(rows[0].output.is_some_and(|o| o.bytes > 10 && !o.truncated));
+    let by_input = (
+        "deny".to_owned(),
+        "role_gate".to_owned(),
+        "input".to_owned(),
+    );
+    assert_eq!(why(&rows[3]), by_input);
+    assert_eq!(why(&rows[4]), by_input);
+    let by_gate = ("deny".to_owned(), String::new(), "role_gate".to_owned());
+    for row in &rows[5..9] {
+        assert_eq!(why(row), by_gate, "{row:?}");
+        assert_eq!(row.output, None, "a protocol error has no envelope");
+    }
+    assert_eq!(rows[7].capability, "external-write,upstream,approval-gated");
+    assert_eq!(rows[5].capability, "");
+    assert_eq!(
+        why(&rows[9]),
+        (
+            "error".to_owned(),
+            "role_gate,input".to_owned(),
+            String::new()
+        )
+    );
+    assert_eq!(why(&rows[10]), allowed);
+    assert!(rows[10].output.is_some_and(|o| o.bytes > 10));
+
     // Equal arguments, equal digests; different arguments, different digests.
     assert_eq!(rows[0].args_digest, rows[1].args_digest);
     assert_ne!(rows[0].args_digest, rows[2].args_digest);

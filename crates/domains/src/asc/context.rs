@@ -12,6 +12,7 @@ use std::sync::{Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
 
+use care_core::decision::{self, Rule};
 use care_core::error::{ErrorCode, ToolError};
 use care_core::ledger::SupportChannel;
 use care_core::registrar::TicketPort;
@@ -51,6 +52,7 @@ impl AscContext {
     /// SCOPE_DENIED unless `app_id` is allowlisted.
     pub fn require_app(&self, app_id: &str) -> Result<(), ToolError> {
         if self.config.allows(app_id) {
+            decision::passed(Rule::Scope);
             Ok(())
         } else {
             Err(ToolError::new(ErrorCode::ScopeDenied).with_detail("app not in CARE_ASC_APP_IDS"))
@@ -85,10 +87,12 @@ impl AscContext {
     pub async fn review_in_scope(&self, review_id: &str) -> Result<(Review, String), ToolError> {
         let review = self.client.review(review_id).await?;
         if let Some(app) = self.indexed_app(review_id) {
+            decision::passed(Rule::Scope);
             return Ok((review, app));
         }
         for app_id in &self.config.app_ids {
             if self.search(app_id, &review).await? {
+                decision::passed(Rule::Scope);
                 return Ok((review, app_id.clone()));
             }
         }

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 
+use care_core::decision::{self, Rule};
 use care_core::error::{ErrorCode, ToolError};
 
 use super::client::{ClusterClient, Listed, Query};
@@ -30,6 +31,7 @@ impl ClusterContext {
     /// SCOPE_DENIED unless `namespace` is allowlisted.
     pub fn require_namespace(&self, namespace: &str) -> Result<(), ToolError> {
         if self.config.allows(namespace) {
+            decision::passed(Rule::Scope);
             Ok(())
         } else {
             Err(ToolError::new(ErrorCode::ScopeDenied)

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
+use care_core::decision::{self, Rule};
 use care_core::error::{ErrorCode, ToolError};
 use care_core::ledger::SupportChannel;
 use care_core::registrar::TicketPort;
@@ -76,6 +77,7 @@ impl DiscourseContext {
     /// SCOPE_DENIED unless `category_id` is in scope.
     pub fn require_category(&self, category_id: Option<u64>) -> Result<(), ToolError> {
         if self.config.allows_category(category_id) {
+            decision::passed(Rule::Scope);
             Ok(())
         } else {
             Err(scope_denied("category not in CARE_DISCOURSE_CATEGORY_IDS"))

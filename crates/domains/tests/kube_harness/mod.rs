@@ -176,6 +176,7 @@ impl Harness {
         let ctx = CallContext {
             role: self.role,
             client: "kube-test".into(),
+            session: "s-kube-test".into(),
             now: chrono::Utc::now(),
         };
         self.planners[0]

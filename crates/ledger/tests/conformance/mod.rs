@@ -8,10 +8,12 @@
 use std::time::Duration as StdDuration;
 
 use care_core::approvals::{ApproverKey, RowPolicy};
+use care_core::audit_chain::Chain;
 use care_core::canonical::HashEncoding;
 use care_core::ledger::{
-    ApprovalStatus, AuditRecord, ConsumeError, CsatEntry, DecideError, Decision, KpiEntry, Ledger,
-    LedgerError, NewApproval, NewDecision, SupportChannel, Ticket, WriteOutcome,
+    ApprovalStatus, AuditBatch, AuditQuery, AuditRecord, ConsumeError, CsatEntry, DecideError,
+    Decision, KpiEntry, Ledger, LedgerError, NewApproval, NewDecision, StoredAudit, SupportChannel,
+    Ticket, WriteOutcome,
 };
 use chrono::{DateTime, Duration, TimeZone, Utc};
 
@@ -747,6 +749,8 @@ pub async fn case_tickets_and_sla(l: &dyn Ledger) {
     );
 }
 
+const AUDIT_SALT: &[u8] = b"sk-demo-conformance-audit-salt";
+
 fn audit(minute: i64, tool: &str, error_code: Option<&str>) -> AuditRecord {
     AuditRecord {
         at: at(minute),
@@ -758,7 +762,35 @@ fn audit(minute: i64, tool: &str, error_code: Option<&str>) -> AuditRecord {
         approval_id: error_code.map(|_| "a-9".to_owned()),
         duration_us: 1234,
         args_digest: "d1gest".to_owned(),
+        capability: "read,upstream".to_owned(),
+        session: format!("s-{}", minute % 2),
+        decision: if error_code.is_some() {
+            "deny"
+        } else {
+            "allow"
+        }
+        .to_owned(),
+        rules: vec!["role_gate".to_owned(), "input".to_owned()],
+        denied_by: error_code.map(|_| "approval".to_owned()),
+        output: Some(care_core::ledger::OutputSummary {
+            bytes: 4096,
+            items: 7,
+            truncated: error_code.is_none(),
+        }),
+        approval_trail: error_code
+            .map(|_| r#"{"decisions":[],"expires_at":1767225600000}"#.to_owned()),
     }
+}
+
+/// Appends `records` as one batch of `chain` and moves it.
+async fn append(l: &dyn Ledger, chain: &mut Chain, records: &[AuditRecord]) {
+    let (links, head) = chain.links(AUDIT_SALT, records);
+    let batch = AuditBatch {
+        rows: records.iter().cloned().zip(links).collect(),
+        head,
+    };
+    l.append_audit(&batch).await.unwrap();
+    chain.advance(&batch.head);
 }
 
 pub async fn case_audit(l: &dyn Ledger) {
@@ -768,12 +800,77 @@ pub async fn case_audit(l: &dyn Ledger) {
         audit(3, "asc_review_reply", Some("APPROVAL_MISMATCH")),
         audit(2, "unknown", Some("UNKNOWN_TOOL")),
     ];
-    for r in &records {
-        l.record_audit(r).await.unwrap();
-    }
+    let mut chain = Chain::start(at(0));
+    append(l, &mut chain, &records[..2]).await;
+    append(l, &mut chain, &records[2..]).await;
+    // Every field comes back as written, newest (by time) first.
     let recent = l.recent_audit(2).await.unwrap();
     assert_eq!(recent, vec![records[1].clone(), records[2].clone()]);
     assert_eq!(l.recent_audit(10).await.unwrap().len(), 3);
+
+    // A second writer's chain beside the first.
+    let mut other = Chain::start(at(0));
+    append(l, &mut other, &[audit(4, "kpi_report", None)]).await;
+    let heads = l.audit_heads().await.unwrap();
+    assert_eq!(heads.len(), 2);
+    let all = l
+        .audit_rows(&AuditQuery {
+            limit: 100,
+            oldest_first: true,
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 4);
+    assert!(all.windows(2).all(|w| w[0].id < w[1].id));
+    assert_eq!(all[0].record, records[0]);
+    let link = all[2].link.clone().unwrap();
+    assert_eq!((link.chain.as_str(), link.seq), (chain.id.as_str(), 3));
+    assert!(care_core::audit_chain::verify(AUDIT_SALT, all.clone(), &heads).intact());
+
+    // Filters: tool, outcome, session, since, and paging after an id.
+    let q = |f: fn(&mut AuditQuery)| {
+        let mut q = AuditQuery {
+            limit: 100,
+            ..AuditQuery::default()
+        };
+        f(&mut q);
+        q
+    };
+    let tools =
+        |rows: Vec<StoredAudit>| rows.into_iter().map(|r| r.record.tool).collect::<Vec<_>>();
+    let by_tool = l
+        .audit_rows(&q(|q| q.tool = Some("unknown".into())))
+        .await
+        .unwrap();
+    assert_eq!(tools(by_tool), ["unknown"]);
+    let errors = l
+        .audit_rows(&q(|q| q.outcome = Some("error".into())))
+        .await
+        .unwrap();
+    assert_eq!(tools(errors), ["unknown", "asc_review_reply"]);
+    let session = l
+        .audit_rows(&q(|q| q.session = Some("s-0".into())))
+        .await
+        .unwrap();
+    assert_eq!(tools(session), ["kpi_report", "unknown"]);
+    let since = l.audit_rows(&q(|q| q.since = Some(at(3)))).await.unwrap();
+    assert_eq!(tools(since), ["kpi_report", "asc_review_reply"]);
+    let after = all[1].id;
+    let page = l
+        .audit_rows(&AuditQuery {
+            after_id: Some(after),
+            oldest_first: true,
+            limit: 1,
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(tools(page), ["unknown"]);
+
+    let one = l.audit_row(all[1].id).await.unwrap().unwrap();
+    assert_eq!(one, all[1]);
+    assert!(l.audit_row(all[3].id + 1000).await.unwrap().is_none());
 }
 
 /// Expands to one `#[tokio::test]` per case; `$open` is an async fn returning

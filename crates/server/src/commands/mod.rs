@@ -1,7 +1,8 @@
-//! Dispatch of the command line: serving, the tool manifest, the operators' ledger views and
-//! HTTP clients.
+//! Dispatch of the command line: serving, the tool manifest, the operators' ledger and audit
+//! views and HTTP clients.
 
 mod approvals;
+mod audit;
 mod clients;
 mod decide;
 mod keys;
@@ -34,6 +35,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         },
         Command::Clients { action } => clients::run(&cli.role, action).await,
         Command::Approvals { action } => approvals::run(action).await,
+        Command::Audit { action } => audit::run(action).await,
         Command::Keys { action } => keys::run(action),
         #[cfg(feature = "sandbox")]
         Command::Sandbox { dir, demo, action } => match action {

@@ -13,6 +13,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use care_core::catalog::{self, Role};
 use care_core::clients::{self, ClientRow, RateVerdict};
+use care_core::decision::Rule;
 use care_core::envelope;
 use care_core::error::{ErrorCode, ToolError};
 use care_core::gate::Gate;
@@ -69,7 +70,9 @@ impl SessionOwners {
     }
 }
 
-const SESSION_HEADER: &str = "mcp-session-id";
+pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
+/// The session label of a request without a session (stateless mode, or before one opened).
+pub(crate) const NO_SESSION: &str = "h-none";
 
 impl Guard {
     fn gate(&self, role: Option<Role>) -> &Arc<Gate> {
@@ -137,13 +140,14 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
     let client = match authenticate(&guard, &parts.headers).await {
         Ok(client) => client,
         Err(refusal) => {
-            let (role, name, code, status, body) = match &refusal {
+            let (role, name, code, status, body, rule) = match &refusal {
                 Refusal::Unknown => (
                     None,
                     NOBODY,
                     UNAUTHENTICATED,
                     StatusCode::UNAUTHORIZED,
                     UNAUTHORIZED_BODY,
+                    Some(Rule::ClientAuth),
                 ),
                 Refusal::Revoked(row) => (
                     Role::parse(&row.role),
@@ -151,6 +155,7 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
                     REVOKED,
                     StatusCode::UNAUTHORIZED,
                     UNAUTHORIZED_BODY,
+                    Some(Rule::ClientAuth),
                 ),
                 Refusal::Unavailable => (
                     None,
@@ -158,20 +163,35 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
                     ErrorCode::LedgerUnavailable.as_str(),
                     StatusCode::SERVICE_UNAVAILABLE,
                     UNAVAILABLE_BODY,
+                    None,
                 ),
             };
-            audit_refusal(&guard, role, name, code, peek.as_ref(), started).await;
+            let why = Why::new(&[], rule);
+            audit_refusal(
+                &guard,
+                role,
+                name,
+                code,
+                peek.as_ref(),
+                &parts.headers,
+                why,
+                started,
+            )
+            .await;
             return fixed(status, body);
         }
     };
     let Some(role) = Role::parse(&client.role).filter(|r| guard.gates.iter().any(|(g, _)| g == r))
     else {
+        let why = Why::new(&[Rule::ClientAuth], Some(Rule::RoleGate));
         audit_refusal(
             &guard,
             None,
             &client.name,
             ROLE_NOT_SERVED,
             peek.as_ref(),
+            &parts.headers,
+            why,
             started,
         )
         .await;
@@ -193,6 +213,8 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
                         &client.name,
                         REVOKED,
                         Some(call),
+                        &parts.headers,
+                        Why::new(&[Rule::RoleGate], Some(Rule::ClientAuth)),
                         started,
                     )
                     .await;
@@ -205,12 +227,15 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
             },
         };
         if let Some((code, retry_after)) = refused {
+            let why = Why::new(&[Rule::ClientAuth, Rule::RoleGate], Rule::refusing(code));
             audit_refusal(
                 &guard,
                 Some(role),
                 &client.name,
                 code.as_str(),
                 Some(call),
+                &parts.headers,
+                why,
                 started,
             )
             .await;
@@ -229,12 +254,18 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
             .is_some_and(|owner| owner != client.name)
     {
         // Someone else's session: answered as an unknown session is (rmcp's 404), audited.
+        let why = Why::new(
+            &[Rule::ClientAuth, Rule::RoleGate],
+            Some(Rule::SessionOwner),
+        );
         audit_refusal(
             &guard,
             Some(role),
             &client.name,
             OTHERS_SESSION,
             peek.as_ref(),
+            &parts.headers,
+            why,
             started,
         )
         .await;
@@ -299,12 +330,31 @@ async fn authenticate(guard: &Guard, headers: &HeaderMap) -> Result<ClientRow, R
     Ok(row)
 }
 
+/// The rules a request refused before the gate passed, and the one that refused it (`None`:
+/// a failure, not a refusal).
+struct Why {
+    passed: Vec<String>,
+    denied_by: Option<Rule>,
+}
+
+impl Why {
+    fn new(passed: &[Rule], denied_by: Option<Rule>) -> Self {
+        Why {
+            passed: passed.iter().map(|r| r.as_str().to_owned()).collect(),
+            denied_by,
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn audit_refusal(
     guard: &Guard,
     role: Option<Role>,
     client: &str,
     code: &str,
     peek: Option<&Peek>,
+    headers: &HeaderMap,
+    why: Why,
     started: Instant,
 ) {
     let services = guard.gate(role).services();
@@ -313,6 +363,13 @@ async fn audit_refusal(
     let digest = services
         .auditor
         .digest(tool, peek.map_or(&empty, |p| &p.arguments));
+    let session = headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map_or_else(
+            || NO_SESSION.to_owned(),
+            |id| services.auditor.session_label(id),
+        );
     let record = AuditRecord {
         at: (services.clock)(),
         role: role.map_or("-", Role::as_str).to_owned(),
@@ -320,9 +377,19 @@ async fn audit_refusal(
         tool: tool.to_owned(),
         outcome: "error".to_owned(),
         error_code: Some(code.to_owned()),
-        approval_id: None,
         duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         args_digest: digest,
+        capability: catalog::lookup(tool).map_or_else(String::new, |e| e.labels().join(",")),
+        session,
+        decision: if why.denied_by.is_some() {
+            "deny"
+        } else {
+            "error"
+        }
+        .to_owned(),
+        rules: why.passed,
+        denied_by: why.denied_by.map(|r| r.as_str().to_owned()),
+        ..AuditRecord::default()
     };
     services.auditor.record(&record).await;
 }

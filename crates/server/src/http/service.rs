@@ -13,6 +13,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
+use super::guard::{NO_SESSION, SESSION_HEADER};
 use crate::handler::CareServer;
 
 /// Who is calling: set by the guard on every request it lets through.
@@ -92,6 +93,15 @@ impl ServerHandler for HttpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let (caller, server) = self.for_caller(&context)?;
-        Ok(server.call_as(&caller.name, request).await?.into())
+        let session = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.headers.get(SESSION_HEADER))
+            .and_then(|v| v.to_str().ok())
+            .map_or_else(|| NO_SESSION.to_owned(), |id| server.session_label(id));
+        Ok(server
+            .call_as(&caller.name, &session, request)
+            .await?
+            .into())
     }
 }

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use care_core::approval_channel::{CardContent, CardFact};
+use care_core::decision;
 use care_core::env::ExposeSecret;
 use care_core::error::{ErrorCode, ToolError};
 use care_core::input::{self, Validate};
@@ -135,6 +136,7 @@ impl ExternalWriteTool for ReviewReply {
     ) -> Result<WritePlan<ReplyPayload>, ToolError> {
         let locale = locale::check(&self.asc.config.locales, &args.locale, &args.body)?.to_owned();
         if self.holds_key_material(&args.body) {
+            decision::refused("outbound_scan:own_secret".into());
             return Err(ToolError::new(ErrorCode::OutboundBlocked)
                 .with_detail("App Store Connect key material"));
         }

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use care_core::approval_channel::{CardContent, CardFact};
+use care_core::decision::{self, Rule};
 use care_core::error::{ErrorCode, ToolError};
 use care_core::fence::fence;
 use care_core::input::{self, Validate};
@@ -150,6 +151,8 @@ impl ExternalWriteTool for MailSend {
             Some(parent) => {
                 let parent = check_message_id("in_reply_to", parent)?;
                 let original = mail.by_message_id(INBOX, &parent).await?.envelope;
+                // A reply goes only to a message of the inbox: that is its scope.
+                decision::passed(Rule::Scope);
                 let sender = original
                     .reply_to
                     .as_ref()
@@ -187,6 +190,7 @@ impl ExternalWriteTool for MailSend {
                     return Err(ToolError::new(ErrorCode::ScopeDenied)
                         .with_detail("recipient outside CARE_MAIL_ALLOWED_RECIPIENT_DOMAINS"));
                 }
+                decision::passed(Rule::Scope);
                 (
                     to,
                     args.subject.clone().unwrap_or_default(),
