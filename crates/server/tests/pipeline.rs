@@ -340,6 +340,42 @@ both_backends!(
         let done = writes.iter().find(|r| r.outcome == "ok").unwrap();
         assert_eq!(intent.args_digest, done.args_digest);
         assert!(!format!("{audit:?}").contains("감사합니다"));
+        // Why the write went: every rule passed (this recording tool has no scope or locale
+        // of its own), and who approved it, when, until when.
+        assert_eq!(intent.session, done.session);
+        assert_eq!(
+            done.rules.join(","),
+            "role_gate,input,outbound_scan,write_switch,approval"
+        );
+        assert_eq!(
+            (done.decision.as_str(), done.denied_by.as_deref()),
+            ("allow", None)
+        );
+        assert_eq!(
+            intent.rules.join(","),
+            "role_gate,input,outbound_scan,write_switch"
+        );
+        let trail: serde_json::Value =
+            serde_json::from_str(done.approval_trail.as_deref().unwrap()).unwrap();
+        let decisions = trail["decisions"].as_array().unwrap();
+        assert_eq!(decisions.len(), 1, "{trail}");
+        assert_eq!(decisions[0]["approver"], key(APPROVER_A).hex());
+        assert_eq!(decisions[0]["decision"], "approve");
+        assert!(decisions[0]["at"].as_i64().unwrap() <= trail["expires_at"].as_i64().unwrap());
+        assert_eq!(
+            trail["expires_at"].as_i64().unwrap(),
+            row.expires_at.timestamp_millis()
+        );
+        // The replay is refused by the approval rule, with the trail it was refused on.
+        let replay = writes
+            .iter()
+            .find(|r| r.error_code.as_deref() == Some("APPROVAL_CONSUMED"))
+            .unwrap();
+        assert_eq!(
+            (replay.decision.as_str(), replay.denied_by.as_deref()),
+            ("deny", Some("approval"))
+        );
+        assert!(replay.approval_trail.is_some());
     }
 );
 

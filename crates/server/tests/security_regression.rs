@@ -118,6 +118,12 @@ struct World {
 }
 
 impl World {
+    /// Every audit row so far (the sessions have finished, so their rows are stored).
+    async fn audit(&self) -> Vec<care_core::ledger::AuditRecord> {
+        let ledger = common::open_ledger(&self.sandbox).await;
+        ledger.recent_audit(10_000).await.unwrap()
+    }
+
     async fn start() -> World {
         let relay = InProcessRelay::start(None).await.unwrap();
         let sandbox = Sandbox::new();
@@ -346,6 +352,24 @@ async fn a_token_in_any_outbound_body_is_blocked_approved_or_not() {
         finish(session);
     }
     assert_eq!(world.writes_received(), 0);
+    // The audit says which rule refused each one: the scan and its pattern class, never the
+    // token itself.
+    let audit = world.audit().await;
+    let blocked: Vec<_> = audit
+        .iter()
+        .filter(|r| r.error_code.as_deref() == Some("OUTBOUND_BLOCKED"))
+        .collect();
+    assert!(blocked.len() >= 3 * write_cases().iter().filter(|c| c.body.is_some()).count());
+    for row in blocked {
+        assert_eq!(row.decision, "deny", "{row:?}");
+        let rule = row.denied_by.as_deref().unwrap_or_default();
+        assert!(
+            rule.starts_with("outbound_scan:") && rule.len() > 14,
+            "{row:?}"
+        );
+        assert!(!row.rules.iter().any(|r| r == "outbound_scan"), "{row:?}");
+    }
+    assert!(!format!("{audit:?}").contains(FAKE_TOKEN));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -411,6 +435,25 @@ async fn targets_outside_an_allowlist_are_denied() {
     );
     finish(community);
     assert_eq!(world.writes_received(), 0);
+    // Every refusal is on the audit trail as the scope rule's, after the input passed.
+    let audit = world.audit().await;
+    let denied: Vec<_> = audit
+        .iter()
+        .filter(|r| r.error_code.as_deref() == Some("SCOPE_DENIED"))
+        .collect();
+    assert_eq!(denied.len(), 2 * write_cases().len() + 2, "{audit:?}");
+    for row in denied {
+        assert_eq!(
+            (row.decision.as_str(), row.denied_by.as_deref()),
+            ("deny", Some("scope")),
+            "{row:?}"
+        );
+        assert!(
+            row.rules.starts_with(&["role_gate".into(), "input".into()]),
+            "{row:?}"
+        );
+        assert!(!row.rules.iter().any(|r| r == "scope"), "{row:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
