@@ -156,6 +156,9 @@ fn missing_unknown_and_revoked_tokens_get_one_fixed_401_and_an_audit_row() {
             a["client"] == "unauthenticated"
                 && a["error_code"] == "UNAUTHENTICATED"
                 && a["tool"] == "kpi_report"
+                && a["decision"] == "deny"
+                && a["denied_by"] == "client_auth"
+                && a["session"] == "h-none"
         });
 
         // Live, then revoked: the next request is refused; the other client goes on.
@@ -431,6 +434,13 @@ fn a_session_belongs_to_the_client_that_opened_it() {
         assert_eq!(ok.message()["result"]["structuredContent"]["ok"], true);
     });
     server.wait_for_audit(|a| {
-        a["client"] == "other-agent" && a["error_code"] == "SESSION_OF_ANOTHER_CLIENT"
+        a["client"] == "other-agent"
+            && a["error_code"] == "SESSION_OF_ANOTHER_CLIENT"
+            && a["denied_by"] == "session_owner"
+            && a["rules"] == "client_auth,role_gate"
+            // A salted digest of the session id, never the id (a bearer of the session).
+            && a["session"]
+                .as_str()
+                .is_some_and(|s| s.len() == 18 && s.starts_with("h-") && s != "h-none")
     });
 }
