@@ -150,7 +150,7 @@ impl Registrar {
     }
 
     /// A credential re-read when its file changes: the outbound scan refuses every value it
-    /// takes (the process's scanner watches it from [`Registrar::finish`] on).
+    /// takes, and looks at its file before each scan (from [`Registrar::finish`] on).
     pub fn rotating_secret(&mut self, secret: &Arc<RotatingSecret>) {
         self.rotating.push(Arc::clone(secret));
     }
@@ -168,7 +168,7 @@ impl Registrar {
     /// rotating credential.
     pub fn finish(self, services: &Arc<Services>) -> Registered {
         for secret in &self.rotating {
-            secret.watch(services.scanner.clone());
+            services.scanner.follow(secret);
         }
         let mut handlers = self.reads;
         let mut planners = Vec::new();

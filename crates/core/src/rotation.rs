@@ -92,6 +92,8 @@ pub struct RotatingSecret {
     variable: String,
     path: PathBuf,
     check: SecretCheck,
+    /// Others may not read or change the file (false only for files Kubernetes mounts).
+    private: bool,
     state: Mutex<State>,
 }
 
@@ -107,6 +109,11 @@ impl std::fmt::Debug for RotatingSecret {
 /// Reads a secret file: a regular file of bounded size that nobody but its owner and group can
 /// read or write. Checked on the opened file, so a swap between check and read cannot pass.
 pub(crate) fn read_secret_file(path: &Path) -> Result<(String, Identity), &'static str> {
+    read_file(path, true)
+}
+
+/// [`read_secret_file`], with the permission rule only when `private`.
+fn read_file(path: &Path, private: bool) -> Result<(String, Identity), &'static str> {
     use std::io::Read;
     const UNREADABLE: &str = "names a file that cannot be read";
     let check = |meta: &std::fs::Metadata| {
@@ -114,7 +121,7 @@ pub(crate) fn read_secret_file(path: &Path) -> Result<(String, Identity), &'stat
             return Err("names something that is not a secret file");
         }
         // World-readable, or writable by anyone but the owner: refused, like ssh does for keys.
-        if meta.mode() & 0o027 != 0 {
+        if private && meta.mode() & 0o027 != 0 {
             return Err("names a file others can read or change: chmod 600 (or 640) it");
         }
         Ok(())
@@ -135,12 +142,33 @@ impl RotatingSecret {
     /// Reads the file `path` (named by `variable`) and checks its text; `Err` is the reason,
     /// to follow the variable name in a start problem.
     pub fn open(variable: &str, path: &Path, check: SecretCheck) -> Result<Self, &'static str> {
-        let (text, identity) = read_secret_file(path)?;
+        Self::open_with(variable, path, check, true)
+    }
+
+    /// [`RotatingSecret::open`] for a file Kubernetes mounts readable by the pod's other users
+    /// (the in-cluster service account token, mode 0644 by default): every check but the
+    /// permission rule, which the pod's operator does not control.
+    pub fn open_mounted(
+        variable: &str,
+        path: &Path,
+        check: SecretCheck,
+    ) -> Result<Self, &'static str> {
+        Self::open_with(variable, path, check, false)
+    }
+
+    fn open_with(
+        variable: &str,
+        path: &Path,
+        check: SecretCheck,
+        private: bool,
+    ) -> Result<Self, &'static str> {
+        let (text, identity) = read_file(path, private)?;
         let value = check(&text)?;
         Ok(RotatingSecret {
             variable: variable.to_owned(),
             path: path.to_owned(),
             check,
+            private,
             state: Mutex::new(State {
                 value: Some(SecretString::from(value)),
                 generation: 0,
@@ -186,7 +214,7 @@ impl RotatingSecret {
 
     fn reread(&self, state: &mut State, now: Option<Identity>) {
         let variable = self.variable.as_str();
-        let read = read_secret_file(&self.path)
+        let read = read_file(&self.path, self.private)
             .and_then(|(text, identity)| Ok(((self.check)(&text)?, identity)));
         match read {
             Ok((text, identity)) => {
@@ -254,6 +282,12 @@ impl RotatingSecret {
             .value
             .as_ref()
             .map(|v| v.expose_secret().to_owned())
+    }
+
+    /// Re-reads the file if it changed, without using the value: a new value is taught to the
+    /// watching scanners (what [`OutboundScanner::scan`] asks of every followed credential).
+    pub fn refresh(&self) {
+        let _ = self.current();
     }
 
     /// `scanner` learns the current value now and every value read later.

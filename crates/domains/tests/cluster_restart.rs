@@ -246,7 +246,7 @@ async fn the_api_server_refuses_a_patch_for_another_object_of_the_same_name() {
     let token = h.fake.write_token(token_dir.path()).unwrap();
     let env = care_core::env::MapEnv::of(h.fake.env(&token, &["shop"]));
     let config = ClusterConfig::from_env(&env).unwrap();
-    let client = ClusterClient::new(config.kube);
+    let client = ClusterClient::new(config.kube, config.token);
     let old_uid = h.fake.uid_of("deployments", "shop", "checkout").unwrap();
     h.fake.recreate("deployments", "shop", "checkout").unwrap();
     let target = RestartTarget {

@@ -152,6 +152,13 @@ fn missing_unknown_and_revoked_tokens_get_one_fixed_401_and_an_audit_row() {
             assert_eq!(answer.headers["www-authenticate"], "Bearer");
             bodies.insert(answer.body);
         }
+        // A batch is refused too, but only once the token is known: without one it is one
+        // more 401 (it used to be a 400 before the token was looked at).
+        let batch = json!([call.clone()]);
+        let answer = raw.post(None, &[], &batch).await;
+        assert_eq!(answer.status, 401, "{answer:?}");
+        bodies.insert(answer.body);
+        assert_eq!(raw.post(Some(&other), &[], &batch).await.status, 400);
         server.wait_for_audit(|a| {
             a["client"] == "unauthenticated"
                 && a["error_code"] == "UNAUTHENTICATED"
@@ -428,6 +435,23 @@ fn a_session_belongs_to_the_client_that_opened_it() {
             .await
             .unwrap();
         assert_eq!(ended.status().as_u16(), 404);
+        // Nor after the opener's own requests in it were refused (found by fuzz `http_request`:
+        // the guard used to forget the owner on any DELETE or 404): a DELETE under a foreign
+        // Host (rmcp's 403) and an unknown method leave the session alive and its opener's.
+        let refused = raw
+            .http
+            .delete(&raw.url)
+            .bearer_auth(&owner)
+            .header("Host", "evil.example")
+            .header("Mcp-Session-Id", &mine.id)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status().as_u16(), 403);
+        mine.post(&json!({"jsonrpc": "2.0", "id": 4, "method": "no/such/method"}))
+            .await;
+        let used = borrowed.call(5, "kpi_report", json!({})).await;
+        assert_eq!(used.status, 404, "{used:?}");
         // Its opener goes on.
         let ok = mine.call(3, "kpi_report", json!({})).await;
         assert_eq!(ok.status, 200, "{ok:?}");

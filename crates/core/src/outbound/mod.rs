@@ -59,7 +59,9 @@ mod own_secrets;
 mod patterns;
 
 use std::fmt;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock, Weak};
+
+use crate::rotation::RotatingSecret;
 
 use own_secrets::OwnSecrets;
 use patterns::PATTERNS;
@@ -134,6 +136,9 @@ pub struct OutboundScanner {
 struct Known {
     values: Vec<String>,
     matchers: Arc<OwnSecrets>,
+    /// Rotating credentials whose file is looked at before each scan (weak: a credential
+    /// holds its scanners).
+    followed: Vec<Weak<RotatingSecret>>,
 }
 
 impl fmt::Debug for OutboundScanner {
@@ -154,6 +159,7 @@ impl OutboundScanner {
             shared: Arc::new(RwLock::new(Known {
                 matchers: Arc::new(OwnSecrets::new(own_secrets.clone())),
                 values: own_secrets,
+                followed: Vec::new(),
             })),
         }
     }
@@ -169,6 +175,15 @@ impl OutboundScanner {
         known.matchers = Arc::new(OwnSecrets::new(known.values.clone()));
     }
 
+    /// Learns every value `secret` takes (as [`RotatingSecret::watch`]) and re-reads its file,
+    /// if it changed, at the start of every scan: a credential written to the file is refused
+    /// from then on, even before anything used it.
+    pub fn follow(&self, secret: &Arc<RotatingSecret>) {
+        secret.watch(self.clone());
+        let mut known = self.shared.write().unwrap_or_else(PoisonError::into_inner);
+        known.followed.push(Arc::downgrade(secret));
+    }
+
     fn own_secrets(&self) -> Arc<OwnSecrets> {
         let known = self.shared.read().unwrap_or_else(PoisonError::into_inner);
         Arc::clone(&known.matchers)
@@ -176,6 +191,16 @@ impl OutboundScanner {
 
     /// `Ok` if `text` may leave the server, else the first kind of secret found.
     pub fn scan(&self, text: &str) -> Result<(), OutboundFinding> {
+        // Outside the lock: a changed file makes the credential call `learn`.
+        let followed = self
+            .shared
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .followed
+            .clone();
+        for secret in followed.iter().filter_map(Weak::upgrade) {
+            secret.refresh();
+        }
         let views = normalize::views(text);
         let own_secrets = self.own_secrets();
         // Own secrets first, in every view: that finding is the most precise one.

@@ -5,9 +5,8 @@
 //! patch (`dryRun=All`) needs none: the API server validates it and persists nothing.
 
 use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-
-use tokio::sync::OnceCell;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Node, PodTemplateSpec};
@@ -18,6 +17,7 @@ use serde_json::{Value, json};
 
 use care_core::error::{ErrorCode, ToolError};
 use care_core::pipeline::WritePermit;
+use care_core::rotation::RotatingSecret;
 
 use super::access::Readable;
 use super::failure::KubeFailure;
@@ -64,10 +64,13 @@ pub struct Restarted {
 }
 
 /// A client of one cluster. kube's client is built on first use (inside the runtime, and so
-/// a role's start does not wait for TLS roots it may never need).
+/// a role's start does not wait for TLS roots it may never need), and again whenever the bearer
+/// token file holds a new token: the new token is in the outbound scan before it is sent.
 pub struct ClusterClient {
     config: kube::Config,
-    client: OnceCell<kube::Client>,
+    token: Option<Arc<RotatingSecret>>,
+    /// kube's client and the token generation it sends.
+    client: Mutex<Option<(u64, kube::Client)>>,
     bound: Duration,
 }
 
@@ -75,7 +78,7 @@ impl std::fmt::Debug for ClusterClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClusterClient")
             .field("bound", &self.bound)
-            .field("built", &self.client.initialized())
+            .field("built", &self.built().is_some())
             .finish_non_exhaustive()
     }
 }
@@ -95,37 +98,65 @@ pub fn restart_patch(uid: &str, at: &str) -> Value {
 }
 
 impl ClusterClient {
-    pub fn new(config: kube::Config) -> Self {
+    /// `token`: the bearer token file to send (see [`ClusterConfig`](super::ClusterConfig)),
+    /// `None` when kube authenticates from the kubeconfig.
+    pub fn new(config: kube::Config, token: Option<Arc<RotatingSecret>>) -> Self {
         ClusterClient {
             config,
-            client: OnceCell::new(),
+            token,
+            client: Mutex::new(None),
             bound: Limits::default().total_timeout,
         }
     }
 
-    /// kube's client, built once.
-    async fn kube(&self) -> Result<kube::Client, ToolError> {
-        self.client
-            .get_or_try_init(|| async {
-                // kube is built without a default crypto provider (no aws-lc): use ring,
-                // unless the process already chose one.
-                let _ = rustls::crypto::ring::default_provider().install_default();
-                kube::Client::try_from(self.config.clone()).map_err(|e| {
-                    // Not an answer of the API server: the local configuration (TLS files).
-                    ToolError::new(ErrorCode::UpstreamUnavailable)
-                        .with_detail(format!("kubernetes client not built: {e}"))
-                })
-            })
-            .await
-            .cloned()
+    fn built(&self) -> std::sync::MutexGuard<'_, Option<(u64, kube::Client)>> {
+        self.client.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// One call under the kit's bound, its failure mapped once.
+    /// kube's client, sending the token file's current value: built once per token.
+    async fn kube(&self) -> Result<kube::Client, ToolError> {
+        // Reading the token teaches a new value to the outbound scan before it is sent.
+        let credential = self.token.as_ref().map(|t| t.current()).transpose()?;
+        let generation = credential.as_ref().map_or(0, |c| c.generation);
+        let mut built = self.built();
+        if let Some((g, client)) = built.as_ref()
+            && *g == generation
+        {
+            return Ok(client.clone());
+        }
+        let mut config = self.config.clone();
+        if let Some(credential) = credential {
+            config.auth_info.token = Some(credential.value);
+        }
+        // kube is built without a default crypto provider (no aws-lc): use ring, unless the
+        // process already chose one.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = kube::Client::try_from(config).map_err(|e| {
+            // Not an answer of the API server: the local configuration (TLS files).
+            ToolError::new(ErrorCode::UpstreamUnavailable)
+                .with_detail(format!("kubernetes client not built: {e}"))
+        })?;
+        *built = Some((generation, client.clone()));
+        Ok(client)
+    }
+
+    /// One call under the kit's bound, its failure mapped once. A 401 tells the token file's
+    /// credential it was refused (a stale one is dropped; see `care_core::rotation`).
     async fn call<T>(
         &self,
         what: &str,
         operation: impl Future<Output = Result<T, KubeFailure>>,
     ) -> Result<T, ToolError> {
+        let generation = self.built().as_ref().map_or(0, |(g, _)| *g);
+        let operation = async {
+            let answer = operation.await;
+            if let (Err(failure), Some(token)) = (&answer, &self.token)
+                && failure.status == Some(401)
+            {
+                token.refused(generation);
+            }
+            answer
+        };
         deadline(&format!("kubernetes {what}"), self.bound, operation, |f| {
             f.code
         })

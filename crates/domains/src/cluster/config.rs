@@ -1,6 +1,8 @@
 //! `CARE_KUBE_*`, `CARE_CLUSTER_WRITE` and where the Kubernetes API server is, read with the
 //! configuration kit (`care_core::env`): every problem collected by variable name, never a
-//! value. Credentials read here (tokens, client keys) are kept for the outbound scan only.
+//! value. Credentials read here (tokens, client keys) are kept for the outbound scan; the bearer
+//! token of `CARE_KUBE_TOKEN_FILE` or of the pod's service account is a [`RotatingSecret`]: the
+//! client sends its current value, and the scan learns each new one before it is sent.
 //!
 //! | variable | meaning | default |
 //! |---|---|---|
@@ -17,7 +19,10 @@
 //! not `https` (except on loopback) or whose certificate is not verified is refused.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
+
+use care_core::rotation::RotatingSecret;
 
 use care_core::env::{self, EnvReader, EnvSource, ExposeSecret, SecretString};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -56,6 +61,9 @@ pub struct ClusterConfig {
     pub kube: kube::Config,
     /// Credentials read at start, for the outbound scan.
     pub secrets: Vec<SecretString>,
+    /// The bearer token file (direct or in-cluster), re-read when it changes; kube is given
+    /// its current value rather than the path (kube would re-read it only once a minute).
+    pub token: Option<Arc<RotatingSecret>>,
 }
 
 impl std::fmt::Debug for ClusterConfig {
@@ -104,7 +112,7 @@ impl ClusterConfig {
         let write = r.flag("CARE_CLUSTER_WRITE");
         let api = read_api(r);
         match api {
-            Some((source, mut kube, secrets)) if ok => {
+            Some((source, mut kube, secrets, token)) if ok => {
                 // One bounded attempt per call: retries and proxies are not kube's to decide.
                 kube.default_retry = false;
                 kube.proxy_url = None;
@@ -117,6 +125,7 @@ impl ClusterConfig {
                     source,
                     kube,
                     secrets,
+                    token,
                 })
             }
             _ => None,
@@ -137,7 +146,29 @@ impl ClusterConfig {
     }
 }
 
-type Api = (ApiSource, kube::Config, Vec<SecretString>);
+type Api = (
+    ApiSource,
+    kube::Config,
+    Vec<SecretString>,
+    Option<Arc<RotatingSecret>>,
+);
+
+/// What kube sends is the file as it is: a newline would make every request fail.
+fn check_direct_token(text: &str) -> Result<String, &'static str> {
+    if text.is_empty() || text.trim() != text {
+        return Err("must hold the token alone, without a newline or spaces (printf %s)");
+    }
+    Ok(text.to_owned())
+}
+
+/// The service account token as Kubernetes mounts it (trimmed, to be safe).
+fn check_mounted_token(text: &str) -> Result<String, &'static str> {
+    let token = text.trim();
+    if token.is_empty() || token.contains(char::is_whitespace) {
+        return Err("is not a bearer token");
+    }
+    Ok(token.to_owned())
+}
 
 /// The first configured way to the API server; `None` after recording a problem.
 fn read_api(r: &mut EnvReader<'_>) -> Option<Api> {
@@ -196,24 +227,16 @@ fn existing_file(r: &mut EnvReader<'_>, name: &str) -> Option<Option<PathBuf>> {
 fn direct(r: &mut EnvReader<'_>) -> Option<Api> {
     let url = r.upstream_url("CARE_KUBE_API_URL", None)?;
     let uri = uri(r, "CARE_KUBE_API_URL", &url)?;
-    let token = r.secret_file("CARE_KUBE_TOKEN_FILE", None);
     let token_path = r.optional("CARE_KUBE_TOKEN_FILE");
+    let token = r.rotating_secret_file("CARE_KUBE_TOKEN_FILE", None, check_direct_token);
     if token_path.is_some() && token.is_none() {
-        return None;
-    }
-    // kube sends the file as it is: a newline would make every request fail.
-    if token.as_ref().is_some_and(|t| {
-        t.expose_secret().trim() != t.expose_secret() || t.expose_secret().is_empty()
-    }) {
-        r.problem("CARE_KUBE_TOKEN_FILE must hold the token alone, without a newline or spaces (printf %s)");
         return None;
     }
     let ca_file = existing_file(r, "CARE_KUBE_CA_FILE")?;
     let mut config = kube::Config::new(uri);
-    // kube re-reads the token file (projected tokens rotate) and the CA file.
-    config.auth_info.token_file = token_path;
+    // kube re-reads the CA file; the token is the client's to give (see `token`).
     config.root_cert_file = ca_file;
-    Some((ApiSource::Direct, config, token.into_iter().collect()))
+    Some((ApiSource::Direct, config, Vec::new(), token))
 }
 
 /// `KUBECONFIG`: one file (it holds credentials: checked like every secret file), its current
@@ -248,7 +271,7 @@ fn kubeconfig(r: &mut EnvReader<'_>) -> Option<Api> {
     }
     let url = config.cluster_url.to_string();
     uri(r, "the KUBECONFIG server", &url)?;
-    Some((ApiSource::Kubeconfig, config, secrets))
+    Some((ApiSource::Kubeconfig, config, secrets, None))
 }
 
 /// Every inline credential of a kubeconfig (tokens, passwords, client keys).
@@ -263,7 +286,7 @@ fn kubeconfig_secrets(file: &Kubeconfig) -> Vec<SecretString> {
 }
 
 /// The pod's service account: `https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT`, its
-/// token and CA (both re-read by kube as they rotate).
+/// token (followed as it rotates, see `ClusterConfig::token`) and CA (re-read by kube).
 fn in_cluster(
     r: &mut EnvReader<'_>,
     host: &str,
@@ -288,7 +311,11 @@ fn in_cluster(
     let ca_file = account_dir.join("ca.crt");
     // Kubernetes mounts the token readable by the pod's user (mode 0644 by default): read it
     // as it is, without the secret-file permission rule.
-    let Ok(token) = std::fs::read_to_string(&token_file) else {
+    let Ok(token) = RotatingSecret::open_mounted(
+        "the in-cluster service account token",
+        &token_file,
+        check_mounted_token,
+    ) else {
         r.problem(
             "the in-cluster service account token cannot be read (KUBERNETES_SERVICE_HOST is set)",
         );
@@ -301,12 +328,12 @@ fn in_cluster(
         return None;
     }
     let mut config = kube::Config::new(uri);
-    config.auth_info.token_file = Some(token_file.display().to_string());
     config.root_cert_file = Some(ca_file);
     Some((
         ApiSource::InCluster,
         config,
-        vec![SecretString::from(token.trim().to_owned())],
+        Vec::new(),
+        Some(Arc::new(token)),
     ))
 }
 
@@ -358,10 +385,13 @@ mod tests {
         assert!(c.write && c.allows("shop") && !c.allows("kube-system"));
         assert_eq!(c.source, ApiSource::Direct);
         assert_eq!(c.kube.cluster_url.to_string(), "http://127.0.0.1:8001/");
-        assert_eq!(c.kube.auth_info.token_file.as_deref(), Some(token.as_str()));
+        // The token is the client's to send (kube would re-read the file once a minute only).
+        assert!(c.kube.auth_info.token_file.is_none());
         assert!(!c.kube.default_retry && c.kube.proxy_url.is_none());
-        assert_eq!(c.secrets.len(), 1);
-        assert_eq!(c.secrets[0].expose_secret(), "sk-demo-kube-token-0001");
+        assert!(c.secrets.is_empty());
+        let rotating = c.token.as_ref().unwrap();
+        assert_eq!(rotating.variable(), "CARE_KUBE_TOKEN_FILE");
+        assert_eq!(rotating.value_now().unwrap(), "sk-demo-kube-token-0001");
         assert!(!format!("{c:?}").contains("sk-demo"));
         // Anything but exactly 1 leaves the restart off.
         let c = config(&[
@@ -506,7 +536,7 @@ users:
         std::fs::write(dir.path().join("ca.crt"), "not checked here").unwrap();
         let env = MapEnv::default();
         let mut r = EnvReader::new(&env);
-        let (source, kube, secrets) =
+        let (source, kube, secrets, token) =
             in_cluster(&mut r, "10.96.0.1", Some("443"), dir.path()).unwrap();
         assert_eq!(source, ApiSource::InCluster);
         assert_eq!(kube.cluster_url.to_string(), "https://10.96.0.1:443/");
@@ -514,8 +544,10 @@ users:
             kube.root_cert_file.as_deref(),
             Some(dir.path().join("ca.crt").as_path())
         );
-        assert_eq!(secrets[0].expose_secret(), "sk-demo-sa-token-0004");
-        let (_, kube, _) = in_cluster(&mut r, "fd00::1", None, dir.path()).unwrap();
+        assert!(secrets.is_empty());
+        // Mounted readable by others (0644): read anyway, trimmed, and followed as it rotates.
+        assert_eq!(token.unwrap().value_now().unwrap(), "sk-demo-sa-token-0004");
+        let (_, kube, _, _) = in_cluster(&mut r, "fd00::1", None, dir.path()).unwrap();
         assert_eq!(kube.cluster_url.to_string(), "https://[fd00::1]:443/");
         assert!(in_cluster(&mut r, "10.96.0.1", Some("https"), dir.path()).is_none());
         assert!(in_cluster(&mut r, "10.96.0.1", None, Path::new("/nonexistent")).is_none());

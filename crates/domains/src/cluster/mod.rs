@@ -42,7 +42,10 @@ pub fn register(registrar: &mut Registrar, env: &mut EnvReader<'_>) {
     for secret in &config.secrets {
         registrar.secret(secret);
     }
-    let client = client::ClusterClient::new(config.kube.clone());
+    if let Some(token) = &config.token {
+        registrar.rotating_secret(token);
+    }
+    let client = client::ClusterClient::new(config.kube.clone(), config.token.clone());
     let cluster = Arc::new(ClusterContext::new(config, client));
     let c = || Arc::clone(&cluster);
     registrar.read(tools::overview::Overview(c()));

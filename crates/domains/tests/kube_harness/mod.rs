@@ -40,6 +40,8 @@ pub struct Harness {
     pub services: Arc<Services>,
     pub planners: Vec<Arc<dyn WritePlanner>>,
     pub role: Role,
+    /// `CARE_KUBE_TOKEN_FILE` (mode 0600), for a test that rotates the token.
+    pub token_file: std::path::PathBuf,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
 
@@ -93,6 +95,7 @@ pub async fn harness(options: Options) -> Harness {
         services: built.services,
         planners: built.planners,
         role: options.role,
+        token_file,
         _dirs: (token_dir, db_dir),
     }
 }
@@ -139,7 +142,7 @@ impl Harness {
         match self.gate.call(tool, Some(args)).await {
             GateAnswer::UnknownTool => panic!("{tool} unknown"),
             GateAnswer::Result { envelope, is_error } => {
-                assert_no_secret(&envelope, self.fake.token());
+                assert_no_secret(&envelope, &self.fake.token());
                 if is_error {
                     let error = envelope["error"].clone();
                     let code = error["code"].as_str().unwrap().to_owned();

@@ -11,7 +11,7 @@ use crate::http::Dialect;
 
 #[derive(Debug)]
 pub(crate) struct KubeDialect {
-    pub token: String,
+    pub token: std::sync::Arc<std::sync::RwLock<String>>,
 }
 
 /// The `reason` Kubernetes gives a status code.
@@ -57,7 +57,11 @@ impl Dialect for KubeDialect {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .ok_or("no bearer token")?;
-        if given == self.token {
+        let token = self
+            .token
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if given == *token {
             Ok(())
         } else {
             Err("unknown bearer token".to_owned())

@@ -20,7 +20,7 @@ mod upstream;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -45,17 +45,22 @@ const USER: &str = "system:serviceaccount:care-mcp:care-mcp-ops";
 pub struct FakeKube {
     server: FakeServer,
     shared: Arc<Shared>,
-    token: String,
+    /// The one token accepted, shared with the dialect (a rotation replaces it).
+    token: Arc<RwLock<String>>,
+}
+
+fn new_token() -> String {
+    format!("sk-demo-kube-sa-token-{}", uuid::Uuid::new_v4().simple())
 }
 
 impl FakeKube {
     /// Starts a fake cluster holding `seed`, with a fresh service account token.
     pub fn start(seed: Seed) -> Result<FakeKube, ServeError> {
-        let token = format!("sk-demo-kube-sa-token-{}", uuid::Uuid::new_v4().simple());
+        let token = Arc::new(RwLock::new(new_token()));
         let shared = Arc::new(Shared::new(seed));
         let app_state = Arc::clone(&shared);
         let dialect = dialect::KubeDialect {
-            token: token.clone(),
+            token: Arc::clone(&token),
         };
         let server = FakeServer::start("kubernetes", dialect, |_base_url| {
             let app = Arc::new(routes::App {
@@ -76,9 +81,20 @@ impl FakeKube {
         self.server.base_url()
     }
 
-    /// The service account token the fake accepts.
-    pub fn token(&self) -> &str {
-        &self.token
+    /// The service account token the fake accepts now.
+    pub fn token(&self) -> String {
+        self.token
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The token rotates (a projected token's refresh, or a new service account Secret): a
+    /// new one is accepted from now on and the old one answers 401. Returns the new token.
+    pub fn rotate_token(&self) -> String {
+        let fresh = new_token();
+        *self.token.write().unwrap_or_else(PoisonError::into_inner) = fresh.clone();
+        fresh
     }
 
     /// Writes the token as `dir/kube-token` (mode 0600, no newline, like a service account's
@@ -91,7 +107,7 @@ impl FakeKube {
             .truncate(true)
             .mode(0o600)
             .open(&path)?;
-        file.write_all(self.token.as_bytes())?;
+        file.write_all(self.token().as_bytes())?;
         Ok(path)
     }
 

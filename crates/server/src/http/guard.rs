@@ -18,6 +18,8 @@ use care_core::envelope;
 use care_core::error::{ErrorCode, ToolError};
 use care_core::gate::Gate;
 use care_core::ledger::{AuditRecord, Ledger};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 use serde_json::{Map, Value, json};
 
 use super::service::Caller;
@@ -46,6 +48,8 @@ pub struct Guard {
     /// Which client opened each session this process holds: a session is its opener's only,
     /// so another client holding its id (from a log, a proxy) can neither use nor end it.
     pub sessions: SessionOwners,
+    /// rmcp's sessions: an owner is forgotten only once its session is gone from here.
+    pub session_manager: Arc<LocalSessionManager>,
 }
 
 /// Session id → the client that opened it.
@@ -128,14 +132,6 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
     let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
         return (StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large").into_response();
     };
-    // A JSON-RPC batch (removed from MCP in 2025-06-18) could hide calls from the ceiling.
-    if bytes.first() == Some(&b'[') {
-        return (
-            StatusCode::BAD_REQUEST,
-            "JSON-RPC batches are not supported",
-        )
-            .into_response();
-    }
     let peek = Peek::of(&bytes);
     let client = match authenticate(&guard, &parts.headers).await {
         Ok(client) => client,
@@ -197,6 +193,15 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
         .await;
         return fixed(StatusCode::FORBIDDEN, FORBIDDEN_BODY);
     };
+    // A JSON-RPC batch (removed from MCP in 2025-06-18) could hide calls from the ceiling.
+    // Refused only after the token: a caller without one learns nothing but 401.
+    if bytes.first() == Some(&b'[') {
+        return (
+            StatusCode::BAD_REQUEST,
+            "JSON-RPC batches are not supported",
+        )
+            .into_response();
+    }
     if let Some(call) = peek.as_ref().filter(|p| p.tool.is_some()) {
         let refused = match guard.ledger.client_store() {
             None => Some((ErrorCode::LedgerUnavailable, None)),
@@ -271,7 +276,6 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
         .await;
         return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
     }
-    let deleting = parts.method == axum::http::Method::DELETE;
     let name = client.name.clone();
     parts.extensions.insert(Caller {
         name: client.name,
@@ -287,12 +291,22 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
                 guard.sessions.set(opened, &name);
             }
         }
-        (Some(id), _) if deleting || response.status() == StatusCode::NOT_FOUND => {
-            guard.sessions.forget(id);
-        }
+        // Forgotten once the session is gone (ended, expired), never on an answer alone: rmcp
+        // answers 404 to an unknown JSON-RPC method and 403 to a bad Host, within a session
+        // that goes on, and a forgotten owner would let any client holding the id use it.
+        (Some(id), _) if !session_alive(&guard, id).await => guard.sessions.forget(id),
         _ => {}
     }
     response
+}
+
+/// Whether rmcp still holds the session (true when it cannot say: the owner is kept).
+async fn session_alive(guard: &Guard, id: &str) -> bool {
+    guard
+        .session_manager
+        .has_session(&SessionId::from(id))
+        .await
+        .unwrap_or(true)
 }
 
 enum Refusal {

@@ -190,11 +190,13 @@ fn router(
         .with_legacy_session_mode(!args.stateless)
         .with_json_response(args.stateless)
         .with_cancellation_token(stop);
-    let mcp = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), config);
+    let sessions = Arc::new(sessions);
+    let mcp = StreamableHttpService::new(move || Ok(server.clone()), Arc::clone(&sessions), config);
     let guard = Arc::new(guard::Guard {
         gates: gates.to_vec(),
         ledger: Arc::clone(ledger),
         sessions: guard::SessionOwners::default(),
+        session_manager: sessions,
     });
     let mcp = Router::new()
         .route_service("/mcp", mcp)
@@ -203,6 +205,33 @@ fn router(
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz).with_state(Arc::clone(ledger)))
         .merge(mcp)
+}
+
+/// The router `serve --http` serves (probes, guard, rmcp's Streamable HTTP service), for the
+/// `http_request` fuzz target to call in process as a tower `Service`: the flags it takes are
+/// the ones that shape request handling; no listener, TLS or stop signal. `gates` must not be
+/// empty, and their ledger must store clients (as `serve --http` checks at start).
+#[doc(hidden)]
+pub fn router_for_fuzzing(
+    gates: &[(Role, Arc<Gate>)],
+    allowed_hosts: Vec<String>,
+    allowed_origins: Vec<String>,
+    session_idle_secs: u64,
+    stateless: bool,
+) -> Option<Router> {
+    let ledger = Arc::clone(&gates.first()?.1.services().ledger);
+    ledger.client_store()?;
+    let args = ServeArgs {
+        http: None,
+        tls_cert: None,
+        tls_key: None,
+        behind_tls_proxy: false,
+        allowed_hosts,
+        allowed_origins,
+        session_idle_secs: session_idle_secs.max(1),
+        stateless,
+    };
+    Some(router(gates, &ledger, &args, CancellationToken::new()))
 }
 
 /// Ready when the ledger answers (and its migrations are applied).
