@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -73,5 +74,9 @@ async fn main() -> std::io::Result<()> {
     let app = axum::Router::new().route_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("listening on {}", listener.local_addr()?);
+    // As `care-mcp serve --http`: TCP_NODELAY, or every call waits for a delayed ACK.
+    let listener = listener.tap_io(|stream| {
+        let _ = stream.set_nodelay(true);
+    });
     axum::serve(listener, app).await
 }

@@ -24,6 +24,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use care_core::catalog::Role;
 use care_core::gate::Gate;
 use care_core::ledger::Ledger;
@@ -121,6 +122,13 @@ pub async fn run(roles: Vec<Role>, args: ServeArgs) -> Result<ExitCode, StartErr
             .await
         }
         None => {
+            // Without TCP_NODELAY a response written in two segments waits for the client's
+            // delayed ACK: 40 ms per call on Linux.
+            let tcp = tcp.tap_io(|stream| {
+                if let Err(e) = stream.set_nodelay(true) {
+                    tracing::debug!(error = %e, "TCP_NODELAY not set");
+                }
+            });
             bounded(
                 axum::serve(tcp, app).with_graceful_shutdown(shutdown),
                 &stop,

@@ -64,6 +64,10 @@ impl TlsListener {
                 if tx.is_closed() {
                     break;
                 }
+                // As on plain TCP: no 40 ms wait for a delayed ACK between two writes.
+                if let Err(e) = stream.set_nodelay(true) {
+                    tracing::debug!(error = %e, "TCP_NODELAY not set");
+                }
                 let acceptor = acceptor.clone();
                 let tx = tx.clone();
                 tokio::spawn(async move {
