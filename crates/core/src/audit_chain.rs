@@ -261,9 +261,7 @@ pub fn verify(salt: &[u8], rows: Vec<StoredAudit>, heads: &[ChainHead]) -> Repor
         }
     }
     report.chains = chains.len() as u64;
-    report
-        .findings
-        .sort_by(|a, b| (a.id, a.kind).cmp(&(b.id, b.kind)));
+    report.findings.sort_by_key(|a| (a.id, a.kind));
     // A row named twice for one kind (its hash and its successor's link) is one finding.
     report
         .findings

@@ -237,10 +237,11 @@ fn trail_case(backend: &str) {
         ],
     );
     trail.expect_named(
-        &[format!(
+        &[
             "INSERT INTO audit (id, at, role, client, tool, outcome, duration_us, args_digest) \
-             VALUES (100000, 1, 'ops', 'stdio', 'restart_workload', 'ok', 5, 'feed')"
-        )],
+           VALUES (100000, 1, 'ops', 'stdio', 'restart_workload', 'ok', 5, 'feed')"
+                .to_owned(),
+        ],
         "inserted",
         "row 100000 ",
         &["DELETE FROM audit WHERE id = 100000".into()],
