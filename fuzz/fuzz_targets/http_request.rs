@@ -10,7 +10,6 @@
 #![no_main]
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -18,17 +17,9 @@ use arbitrary::Arbitrary;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue, Method, Request, Response, StatusCode, header};
-use care_core::approvals::{ApprovalPolicy, ApproverKey};
 use care_core::catalog::Role;
 use care_core::clients::{self, NewClient};
-use care_core::config::Config;
-use care_core::env::{EnvReader, ExposeSecret, MapEnv};
-use care_core::gate::Gate;
 use care_core::ledger::Ledger;
-use care_core::ledger_tools;
-use care_core::outbound::OutboundScanner;
-use care_core::registrar::{Registrar, TicketPort};
-use care_core::tool::{Registry, Services};
 use libfuzzer_sys::fuzz_target;
 use tower::ServiceExt;
 
@@ -76,39 +67,6 @@ fn name(who: Who) -> &'static str {
     }
 }
 
-fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("care-fuzz-http-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("scratch directory");
-    dir
-}
-
-async fn gate_for(role: Role, env: &MapEnv, ledger: &Arc<dyn Ledger>) -> Gate {
-    let mut reader = EnvReader::new(env);
-    let config = Arc::new(Config::read(&mut reader));
-    let mut registrar = Registrar::new(role, TicketPort::new(Arc::clone(ledger)));
-    care_domains::register_domains(&mut registrar, &mut reader);
-    if let Err(problems) = reader.finish() {
-        panic!("the fuzz environment is incomplete for {role}: {problems:?}");
-    }
-    let mut secrets: Vec<String> = config
-        .own_secrets()
-        .iter()
-        .map(|s| s.expose_secret().to_owned())
-        .collect();
-    secrets.extend(registrar.secret_values());
-    let approver = "1111111111111111111111111111111111111111111111111111111111111111";
-    let policy = ApprovalPolicy::new(vec![ApproverKey::from_hex(approver).expect("hex")], None, 1);
-    let services = Arc::new(
-        Services::new(config, Arc::clone(ledger), b"sk-demo-fuzz-salt")
-            .with_policy(policy)
-            .with_scanner(OutboundScanner::new(secrets)),
-    );
-    let registered = registrar.finish(&services);
-    let mut handlers = registered.handlers;
-    handlers.extend(ledger_tools::all(&services, registered.planners));
-    Gate::new(Registry::new(role, handlers).expect("registry"), services)
-}
-
 async fn add_clients(ledger: &Arc<dyn Ledger>) -> HashMap<&'static str, String> {
     let store = ledger
         .client_store()
@@ -144,37 +102,13 @@ async fn add_clients(ledger: &Arc<dyn Ledger>) -> HashMap<&'static str, String> 
 fn world() -> &'static World {
     static WORLD: OnceLock<World> = OnceLock::new();
     WORLD.get_or_init(|| {
-        // A panic anywhere is a finding, even one a task boundary would swallow.
-        std::panic::set_hook(Box::new(|info| {
-            eprintln!("panic: {info}");
-            std::process::abort();
-        }));
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let dir = scratch();
-        let upstreams = care_fakes::start_demo_upstreams().expect("the demo fakes start");
-        let mut vars: HashMap<String, String> = HashMap::new();
-        let url = format!("sqlite://{}", dir.join("ledger.db").display());
-        vars.insert("DATABASE_URL".into(), url.clone());
-        vars.insert(
-            "CARE_AUDIT_SALT".into(),
-            "sk-demo-fuzz-salt-0123456789abcdef".into(),
-        );
-        for upstream in &upstreams {
-            vars.extend(upstream.role_env(&dir).expect("fake's files"));
-        }
-        let env = MapEnv(vars);
-        let (routers, tokens, alpha_session) = runtime.block_on(async {
-            let ledger = care_ledger::connect(Some(&url), std::path::Path::new("/nonexistent"))
-                .await
-                .expect("SQLite ledger");
+        let demo = care_fuzz::demo::start("http");
+        let (routers, tokens, alpha_session) = demo.runtime.block_on(async {
+            let ledger = demo.ledger().await;
             let tokens = add_clients(&ledger).await;
             let mut gates = Vec::new();
             for role in SERVED {
-                gates.push((role, Arc::new(gate_for(role, &env, &ledger).await)));
+                gates.push((role, Arc::new(demo.gate(role, &ledger).await)));
             }
             let hosts: Vec<String> = ALLOWED_HOSTS.iter().map(|h| (*h).to_owned()).collect();
             let router = |stateless| {
@@ -192,11 +126,11 @@ fn world() -> &'static World {
             (routers, tokens, session)
         });
         World {
-            runtime,
+            runtime: demo.runtime,
             routers,
             tokens,
             alpha_session,
-            _upstreams: upstreams,
+            _upstreams: demo.upstreams,
         }
     })
 }

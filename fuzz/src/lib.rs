@@ -1,5 +1,8 @@
 //! Helpers the fuzz targets share: the inverse of the `\u{..}` escapes and of the fence's
-//! entities, so a target can check that an encoding loses nothing (and so is one-to-one).
+//! entities, so a target can check that an encoding loses nothing (and so is one-to-one); and
+//! [`demo`], the world of the targets that drive real gates.
+
+pub mod demo;
 
 /// Undoes `\u{HEX}` escapes (the notation of `care_core::fence` and `care_core::display`).
 /// `None` if an escape is malformed: the encoders never write one.

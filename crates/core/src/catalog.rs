@@ -111,6 +111,12 @@ impl CatalogEntry {
     }
 }
 
+/// A tool's capability labels, comma-separated, as the audit records them (empty for a name
+/// outside the catalog).
+pub fn capability(tool: &str) -> String {
+    lookup(tool).map_or_else(String::new, |e| e.labels().join(","))
+}
+
 use Domain::*;
 use Role::*;
 use ToolKind::*;

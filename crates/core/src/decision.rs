@@ -124,6 +124,18 @@ pub struct Why {
     pub denied_by: Option<String>,
 }
 
+impl Why {
+    /// A request refused before any tool ran (the HTTP guard): the rules it passed, and the
+    /// one that refused it (`None`: a failure, not a refusal).
+    pub fn before_the_gate(passed: &[Rule], denied_by: Option<Rule>) -> Why {
+        Why {
+            decision: if denied_by.is_some() { "deny" } else { "error" },
+            rules: passed.iter().map(|r| r.as_str().to_owned()).collect(),
+            denied_by: denied_by.map(|r| r.as_str().to_owned()),
+        }
+    }
+}
+
 /// Runs `call` with a trace that starts with `first` passed.
 pub async fn traced<F: Future>(first: Rule, call: F) -> (F::Output, TraceResult) {
     let trace = Arc::new(Mutex::new(Trace {
@@ -237,8 +249,19 @@ mod tests {
     }
 
     #[test]
-    fn outside_a_trace_nothing_happens() {
+    fn outside_a_trace_nothing_is_kept() {
         passed(Rule::Scope);
         refused("scope".into());
+        assert!(passed_so_far().is_empty());
+    }
+
+    #[test]
+    fn a_refusal_before_the_gate_names_its_rule_or_none() {
+        let why = Why::before_the_gate(&[Rule::ClientAuth], Some(Rule::RoleGate));
+        assert_eq!(why.decision, "deny");
+        assert_eq!(why.rules, ["client_auth"]);
+        assert_eq!(why.denied_by.as_deref(), Some("role_gate"));
+        let why = Why::before_the_gate(&[], None);
+        assert_eq!((why.decision, why.denied_by), ("error", None));
     }
 }

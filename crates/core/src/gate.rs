@@ -265,7 +265,7 @@ fn audit_record(
         tool: tool.to_owned(),
         duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         args_digest,
-        capability: catalog::lookup(tool).map_or_else(String::new, |e| e.labels().join(",")),
+        capability: catalog::capability(tool),
         session: ctx.session.clone(),
         ..AuditRecord::default()
     }

@@ -393,7 +393,7 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
             outcome: "intent".to_owned(),
             approval_id: Some(approval_id.to_owned()),
             args_digest,
-            capability: self.entry_labels(),
+            capability: crate::catalog::capability(T::NAME),
             session: ctx.session.clone(),
             decision: "allow".to_owned(),
             rules: decision::passed_so_far(),
@@ -451,10 +451,6 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
             }
         };
         (result, trail)
-    }
-
-    fn entry_labels(&self) -> String {
-        ToolHandler::entry(self).labels().join(",")
     }
 }
 

@@ -13,7 +13,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use care_core::catalog::{self, Role};
 use care_core::clients::{self, ClientRow, RateVerdict};
-use care_core::decision::Rule;
+use care_core::decision::{Rule, Why};
 use care_core::envelope;
 use care_core::error::{ErrorCode, ToolError};
 use care_core::gate::Gate;
@@ -162,7 +162,7 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
                     None,
                 ),
             };
-            let why = Why::new(&[], rule);
+            let why = Why::before_the_gate(&[], rule);
             audit_refusal(
                 &guard,
                 role,
@@ -179,7 +179,7 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
     };
     let Some(role) = Role::parse(&client.role).filter(|r| guard.gates.iter().any(|(g, _)| g == r))
     else {
-        let why = Why::new(&[Rule::ClientAuth], Some(Rule::RoleGate));
+        let why = Why::before_the_gate(&[Rule::ClientAuth], Some(Rule::RoleGate));
         audit_refusal(
             &guard,
             None,
@@ -219,7 +219,7 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
                         REVOKED,
                         Some(call),
                         &parts.headers,
-                        Why::new(&[Rule::RoleGate], Some(Rule::ClientAuth)),
+                        Why::before_the_gate(&[Rule::RoleGate], Some(Rule::ClientAuth)),
                         started,
                     )
                     .await;
@@ -232,7 +232,8 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
             },
         };
         if let Some((code, retry_after)) = refused {
-            let why = Why::new(&[Rule::ClientAuth, Rule::RoleGate], Rule::refusing(code));
+            let why =
+                Why::before_the_gate(&[Rule::ClientAuth, Rule::RoleGate], Rule::refusing(code));
             audit_refusal(
                 &guard,
                 Some(role),
@@ -259,7 +260,7 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
             .is_some_and(|owner| owner != client.name)
     {
         // Someone else's session: answered as an unknown session is (rmcp's 404), audited.
-        let why = Why::new(
+        let why = Why::before_the_gate(
             &[Rule::ClientAuth, Rule::RoleGate],
             Some(Rule::SessionOwner),
         );
@@ -344,22 +345,6 @@ async fn authenticate(guard: &Guard, headers: &HeaderMap) -> Result<ClientRow, R
     Ok(row)
 }
 
-/// The rules a request refused before the gate passed, and the one that refused it (`None`:
-/// a failure, not a refusal).
-struct Why {
-    passed: Vec<String>,
-    denied_by: Option<Rule>,
-}
-
-impl Why {
-    fn new(passed: &[Rule], denied_by: Option<Rule>) -> Self {
-        Why {
-            passed: passed.iter().map(|r| r.as_str().to_owned()).collect(),
-            denied_by,
-        }
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 async fn audit_refusal(
     guard: &Guard,
@@ -393,16 +378,11 @@ async fn audit_refusal(
         error_code: Some(code.to_owned()),
         duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         args_digest: digest,
-        capability: catalog::lookup(tool).map_or_else(String::new, |e| e.labels().join(",")),
+        capability: catalog::capability(tool),
         session,
-        decision: if why.denied_by.is_some() {
-            "deny"
-        } else {
-            "error"
-        }
-        .to_owned(),
-        rules: why.passed,
-        denied_by: why.denied_by.map(|r| r.as_str().to_owned()),
+        decision: why.decision.to_owned(),
+        rules: why.rules,
+        denied_by: why.denied_by,
         ..AuditRecord::default()
     };
     services.auditor.record(&record).await;
