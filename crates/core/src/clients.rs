@@ -1,7 +1,11 @@
 //! HTTP clients: who may call over Streamable HTTP, with which role and ceiling. Tokens are
 //! minted here and only their digest is stored; the [`ClientStore`] (implemented by
 //! `care-ledger`, so every replica sharing a ledger sees the same clients) holds the rows and
-//! each client's sliding call window.
+//! each client's sliding call window, which a replica's [`CallMeter`] draws on in leases.
+
+mod meter;
+
+pub use meter::{CallMeter, LEASE_HOLD};
 
 use std::time::Duration;
 
@@ -115,6 +119,25 @@ pub enum RateVerdict {
     Gone,
 }
 
+/// The answer of [`ClientStore::reserve`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reservation {
+    /// This many slots (at least one, at most what was asked) are the lease's to hand out.
+    Granted { slots: u32 },
+    /// The window is full; the oldest slot in it leaves after this long.
+    Limited { retry_after: Duration },
+    /// No such client, or revoked.
+    Gone,
+}
+
+/// A replica's earlier lease, given back when it asks for the next one: only the `used`
+/// slots stay counted, and no later than now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settle {
+    pub lease: String,
+    pub used: u32,
+}
+
 /// The clients table and the call windows. Every method is one statement or one transaction,
 /// so replicas sharing a ledger agree.
 #[async_trait]
@@ -134,10 +157,32 @@ pub trait ClientStore: Send + Sync {
         key_id: &str,
         secret_digest: &str,
     ) -> Result<bool, LedgerError>;
-    /// Counts one call in the client's sliding window unless the window is full. Serialised
-    /// per client across processes (a row lock on Postgres, the write lock on SQLite), so
-    /// the ceiling holds for replicas sharing the ledger.
-    async fn take_call(&self, name: &str) -> Result<RateVerdict, LedgerError>;
+    /// Reserves up to `wanted` slots of the client's sliding window for a lease named `lease`
+    /// that lasts `hold`: the slots count in the window until the lease's end plus the window,
+    /// so every call made under the lease is covered. `settle` first gives back the unused
+    /// part of this replica's previous lease. Serialised per client across processes (a row
+    /// lock on Postgres, the write lock on SQLite), so the ceiling holds for replicas sharing
+    /// the ledger.
+    async fn reserve(
+        &self,
+        name: &str,
+        lease: &str,
+        wanted: u32,
+        hold: Duration,
+        settle: Option<&Settle>,
+    ) -> Result<Reservation, LedgerError>;
+
+    /// Counts one call in the window (a lease of one slot that ends now).
+    async fn take_call(&self, name: &str) -> Result<RateVerdict, LedgerError> {
+        let lease = hex::encode(rand::random::<[u8; 8]>());
+        Ok(
+            match self.reserve(name, &lease, 1, Duration::ZERO, None).await? {
+                Reservation::Granted { .. } => RateVerdict::Allowed,
+                Reservation::Limited { retry_after } => RateVerdict::Limited { retry_after },
+                Reservation::Gone => RateVerdict::Gone,
+            },
+        )
+    }
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
 //! [`ClientStore`] for both backends: the HTTP clients (migration 0004) and each client's
-//! sliding call window. The window is one row per counted call; a call is counted inside a
-//! transaction that first locks the client (Postgres `FOR UPDATE` on its row, SQLite's
-//! `BEGIN IMMEDIATE`), so replicas sharing the ledger never both take the last slot. Times
-//! come from the ledger's clock, as everywhere else in the ledger.
+//! sliding call window. The window holds one row per lease of slots (migration 0006), counted
+//! until the lease's end; a lease is reserved inside a transaction that first locks the client
+//! (Postgres `FOR UPDATE` on its row, SQLite's `BEGIN IMMEDIATE`), so replicas sharing the
+//! ledger never both take the last slot. Times come from the ledger's clock, as everywhere
+//! else in the ledger.
 
 use std::time::Duration;
 
-use care_core::clients::{ClientRow, ClientStore, NewClient, RATE_WINDOW, RateVerdict};
+use care_core::clients::{ClientRow, ClientStore, NewClient, RATE_WINDOW, Reservation, Settle};
 use care_core::ledger::LedgerError;
 
 use crate::error::{corrupt, db};
@@ -19,8 +20,15 @@ macro_rules! client_columns {
     };
 }
 
+/// One client (revoked or not) by its token's key id.
+pub(crate) const CLIENT_BY_KEY: &str = concat!(
+    "SELECT ",
+    client_columns!(),
+    " FROM clients WHERE key_id = $1"
+);
+
 #[derive(sqlx::FromRow)]
-struct ClientRecord {
+pub(crate) struct ClientRecord {
     name: String,
     role: String,
     rate_per_min: i64,
@@ -29,6 +37,22 @@ struct ClientRecord {
     created_at: i64,
     rotated_at: Option<i64>,
     revoked_at: Option<i64>,
+}
+
+impl ClientRecord {
+    /// The same record read through rusqlite (SQLite's hot reads, `sqlite_read`).
+    pub(crate) fn from_sqlite(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(ClientRecord {
+            name: row.get(0)?,
+            role: row.get(1)?,
+            rate_per_min: row.get(2)?,
+            key_id: row.get(3)?,
+            secret_sha256: row.get(4)?,
+            created_at: row.get(5)?,
+            rotated_at: row.get(6)?,
+            revoked_at: row.get(7)?,
+        })
+    }
 }
 
 fn client(rec: ClientRecord) -> Result<ClientRow, LedgerError> {
@@ -84,16 +108,10 @@ macro_rules! impl_client_store {
             }
 
             async fn client_by_key(&self, key_id: &str) -> Result<Option<ClientRow>, LedgerError> {
-                let rec: Option<ClientRecord> = sqlx::query_as(concat!(
-                    "SELECT ",
-                    client_columns!(),
-                    " FROM clients WHERE key_id = $1"
-                ))
-                .bind(key_id)
-                .fetch_optional(self.ready().await?)
-                .await
-                .map_err(db)?;
-                rec.map(client).transpose()
+                self.read_client_by_key(key_id)
+                    .await?
+                    .map(client)
+                    .transpose()
             }
 
             async fn revoke_client(&self, name: &str) -> Result<bool, LedgerError> {
@@ -129,7 +147,14 @@ macro_rules! impl_client_store {
                 Ok(done.rows_affected() == 1)
             }
 
-            async fn take_call(&self, name: &str) -> Result<RateVerdict, LedgerError> {
+            async fn reserve(
+                &self,
+                name: &str,
+                lease: &str,
+                wanted: u32,
+                hold: Duration,
+                settle: Option<&Settle>,
+            ) -> Result<Reservation, LedgerError> {
                 let mut tx = self.begin_write().await?;
                 let live: Option<(i64, i64)> = sqlx::query_as(concat!(
                     "SELECT rate_per_min, ",
@@ -142,32 +167,60 @@ macro_rules! impl_client_store {
                 .await
                 .map_err(db)?;
                 let Some((ceiling, now)) = live else {
-                    return Ok(RateVerdict::Gone);
+                    return Ok(Reservation::Gone);
                 };
+                if let Some(settle) = settle {
+                    // Only the used slots stay, counted no later than now (every call made
+                    // under the lease was made by now).
+                    sqlx::query(
+                        "UPDATE client_calls SET \
+                         slots = CASE WHEN slots < $3 THEN slots ELSE $3 END, \
+                         at = CASE WHEN at < $4 THEN at ELSE $4 END \
+                         WHERE client = $1 AND lease = $2",
+                    )
+                    .bind(name)
+                    .bind(&settle.lease)
+                    .bind(i64::from(settle.used))
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
+                }
                 let since = now - window_ms();
-                sqlx::query("DELETE FROM client_calls WHERE client = $1 AND at <= $2")
+                sqlx::query("DELETE FROM client_calls WHERE client = $1 AND (at <= $2 OR slots = 0)")
                     .bind(name)
                     .bind(since)
                     .execute(&mut *tx)
                     .await
                     .map_err(db)?;
-                let (count, oldest): (i64, Option<i64>) =
-                    sqlx::query_as("SELECT COUNT(*), MIN(at) FROM client_calls WHERE client = $1")
-                        .bind(name)
-                        .fetch_one(&mut *tx)
-                        .await
-                        .map_err(db)?;
-                let verdict = if count < ceiling {
-                    sqlx::query("INSERT INTO client_calls (client, at) VALUES ($1, $2)")
-                        .bind(name)
-                        .bind(now)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db)?;
-                    RateVerdict::Allowed
+                let (taken, oldest): (i64, Option<i64>) = sqlx::query_as(
+                    "SELECT CAST(COALESCE(SUM(slots), 0) AS BIGINT), MIN(at) \
+                     FROM client_calls WHERE client = $1",
+                )
+                .bind(name)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db)?;
+                let free = ceiling - taken;
+                let verdict = if free > 0 {
+                    let slots = free.min(i64::from(wanted.max(1)));
+                    let ends = now + i64::try_from(hold.as_millis()).unwrap_or(i64::MAX / 4);
+                    sqlx::query(
+                        "INSERT INTO client_calls (client, at, slots, lease) VALUES ($1, $2, $3, $4)",
+                    )
+                    .bind(name)
+                    .bind(ends)
+                    .bind(slots)
+                    .bind(lease)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
+                    Reservation::Granted {
+                        slots: u32::try_from(slots).unwrap_or(1),
+                    }
                 } else {
                     let leaves = oldest.unwrap_or(now) + window_ms() - now;
-                    RateVerdict::Limited {
+                    Reservation::Limited {
                         retry_after: Duration::from_millis(
                             u64::try_from(leaves.max(1)).unwrap_or(1),
                         ),

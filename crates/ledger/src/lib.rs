@@ -16,6 +16,7 @@
 //! - `error`: sqlx errors mapped to `LedgerError`.
 //! - [`test_support`] (feature `test-support`): throwaway databases for tests.
 
+mod audit_append;
 mod audit_store;
 mod clients;
 mod connect;

@@ -17,6 +17,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Transaction};
 use tokio::sync::OnceCell;
 
+use crate::clients::{CLIENT_BY_KEY, ClientRecord};
 use crate::connect::ConnectError;
 use crate::error::{db, migrate};
 use crate::rows::{
@@ -93,6 +94,17 @@ impl PostgresLedger {
             .map_err(db)
     }
 
+    pub(crate) async fn read_client_by_key(
+        &self,
+        key_id: &str,
+    ) -> Result<Option<ClientRecord>, LedgerError> {
+        sqlx::query_as(CLIENT_BY_KEY)
+            .bind(key_id)
+            .fetch_optional(self.ready().await?)
+            .await
+            .map_err(db)
+    }
+
     async fn read_kpi_series(
         &self,
         metric: Option<&str>,
@@ -113,5 +125,5 @@ impl PostgresLedger {
     }
 }
 
-crate::audit_store::impl_audit_store!(PostgresLedger, sqlx::Postgres);
+crate::audit_store::impl_audit_store!(PostgresLedger);
 crate::shared::impl_ledger!(PostgresLedger, "postgres", sql::POSTGRES);

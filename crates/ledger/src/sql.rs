@@ -208,11 +208,13 @@ pub(crate) const INSERT_AUDIT_ROWS: &str = "INSERT INTO audit \
      capability, session, decision, rules, denied_by, output_bytes, output_items, \
      output_truncated, approval_trail, chain_id, chain_seq, prev_hash, row_hash) ";
 
-/// $1 chain, $2 started_at, $3 head seq, $4 head hash, $5 head MAC.
-pub(crate) const UPSERT_CHAIN_HEAD: &str = "INSERT INTO audit_chains \
-     (chain_id, started_at, head_seq, head_hash, head_mac) VALUES ($1, $2, $3, $4, $5) \
-     ON CONFLICT (chain_id) DO UPDATE SET head_seq = excluded.head_seq, \
-     head_hash = excluded.head_hash, head_mac = excluded.head_mac";
+/// Followed by the values (chain, started_at, head seq, head hash, head MAC) and
+/// [`ON_CHAIN_HEAD_CONFLICT`].
+pub(crate) const INSERT_CHAIN_HEAD: &str =
+    " INSERT INTO audit_chains (chain_id, started_at, head_seq, head_hash, head_mac) ";
+
+pub(crate) const ON_CHAIN_HEAD_CONFLICT: &str = " ON CONFLICT (chain_id) DO UPDATE SET \
+     head_seq = excluded.head_seq, head_hash = excluded.head_hash, head_mac = excluded.head_mac";
 
 pub(crate) const AUDIT_HEADS: &str = "SELECT chain_id, started_at, head_seq, head_hash, head_mac FROM audit_chains ORDER BY chain_id";
 

@@ -20,6 +20,7 @@ use sqlx::sqlite::{
 use sqlx::{Sqlite, Transaction};
 use tokio::sync::OnceCell;
 
+use crate::clients::{CLIENT_BY_KEY, ClientRecord};
 use crate::connect::ConnectError;
 use crate::error::{db, migrate};
 use crate::rows::{
@@ -162,6 +163,22 @@ impl SqliteLedger {
         }
     }
 
+    /// Every HTTP request's token lookup: on the calling thread like the other hot reads.
+    pub(crate) async fn read_client_by_key(
+        &self,
+        key_id: &str,
+    ) -> Result<Option<ClientRecord>, LedgerError> {
+        let pool = self.ready().await?;
+        match &self.reader {
+            Some(reader) => reader.client_by_key(key_id),
+            None => sqlx::query_as(CLIENT_BY_KEY)
+                .bind(key_id)
+                .fetch_optional(pool)
+                .await
+                .map_err(db),
+        }
+    }
+
     async fn read_kpi_series(
         &self,
         metric: Option<&str>,
@@ -206,5 +223,5 @@ async fn lock_file(path: PathBuf) -> Result<std::fs::File, LedgerError> {
     .map_err(|e| LedgerError::Unavailable(format!("migration lock: {e}")))
 }
 
-crate::audit_store::impl_audit_store!(SqliteLedger, sqlx::Sqlite);
+crate::audit_store::impl_audit_store!(SqliteLedger);
 crate::shared::impl_ledger!(SqliteLedger, "sqlite", sql::SQLITE);

@@ -11,6 +11,7 @@ use std::time::Duration;
 use care_core::ledger::LedgerError;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
+use crate::clients::{CLIENT_BY_KEY, ClientRecord};
 use crate::rows::{ApprovalRecord, KpiSeriesRecord};
 use crate::sql;
 
@@ -76,6 +77,14 @@ impl Reader {
         self.with(|conn| {
             conn.prepare_cached(sql::SQLITE.select_approval)?
                 .query_row([id], ApprovalRecord::from_sqlite)
+                .optional()
+        })
+    }
+
+    pub(crate) fn client_by_key(&self, key_id: &str) -> Result<Option<ClientRecord>, LedgerError> {
+        self.with(|conn| {
+            conn.prepare_cached(CLIENT_BY_KEY)?
+                .query_row([key_id], ClientRecord::from_sqlite)
                 .optional()
         })
     }

@@ -1,15 +1,21 @@
 //! The HTTP clients table and call windows on both backends (Postgres through
 //! `CARE_TEST_DATABASE_URL`, a fresh database per test; SQLite in a temp file): add, lookup,
 //! rotate, revoke, and a ceiling that holds when many callers on separate ledger handles
-//! (as replicas are) race for the last slots.
+//! (as replicas are) race for the last slots, one call at a time or through each replica's
+//! leases ([`CallMeter`]).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
+use async_trait::async_trait;
 use care_core::catalog::Role;
-use care_core::clients::{self, NewClient, RateVerdict};
+use care_core::clients::{
+    self, CallMeter, ClientRow, ClientStore, NewClient, RateVerdict, Reservation, Settle,
+};
 use care_core::ledger::{Ledger, LedgerError};
 use care_ledger::test_support::{fresh_postgres_db, temp_sqlite};
 
@@ -143,4 +149,182 @@ async fn sqlite_client_lifecycle() {
 async fn sqlite_ceiling_holds_across_handles() {
     let (url, _dir) = temp_sqlite();
     ceiling_holds_across_handles(&url).await;
+}
+
+/// Reservations by hand: a lease takes what is free up to what it asks, a settled lease gives
+/// back its unused slots, and a revoked client reserves nothing.
+async fn leases_give_back_what_they_did_not_use(ledger: Arc<dyn Ledger>) {
+    let store = ledger.client_store().unwrap();
+    store.add_client(&new_client("leaser", 32).0).await.unwrap();
+    let hold = Duration::from_secs(1);
+    let reserve = |lease: &'static str, wanted: u32, settle: Option<Settle>| async move {
+        store
+            .reserve("leaser", lease, wanted, hold, settle.as_ref())
+            .await
+            .unwrap()
+    };
+    assert_eq!(
+        reserve("l1", 10, None).await,
+        Reservation::Granted { slots: 10 }
+    );
+    assert_eq!(
+        reserve("l2", 30, None).await,
+        Reservation::Granted { slots: 22 }
+    );
+    let Reservation::Limited { retry_after } = reserve("l3", 1, None).await else {
+        panic!("the window is full");
+    };
+    // The oldest lease ends a second from now: its slots leave a window later.
+    assert!(retry_after > Duration::from_secs(59) && retry_after <= Duration::from_secs(61));
+    let settle = Settle {
+        lease: "l1".into(),
+        used: 3,
+    };
+    assert_eq!(
+        reserve("l3", 5, Some(settle.clone())).await,
+        Reservation::Granted { slots: 5 }
+    );
+    // Settling again gives nothing more back (a settle never raises a lease either).
+    assert_eq!(
+        reserve("l4", 5, Some(settle)).await,
+        Reservation::Granted { slots: 2 }
+    );
+    let grow = Settle {
+        lease: "l4".into(),
+        used: 9,
+    };
+    assert!(matches!(
+        reserve("l5", 1, Some(grow)).await,
+        Reservation::Limited { .. }
+    ));
+    assert!(store.revoke_client("leaser").await.unwrap());
+    assert_eq!(reserve("l6", 1, None).await, Reservation::Gone);
+}
+
+/// Counts the reservations a meter makes, passing each to the real store.
+struct Counting<'a> {
+    store: &'a dyn ClientStore,
+    reservations: AtomicUsize,
+}
+
+#[async_trait]
+impl ClientStore for Counting<'_> {
+    async fn add_client(&self, new: &NewClient) -> Result<(), LedgerError> {
+        self.store.add_client(new).await
+    }
+    async fn list_clients(&self) -> Result<Vec<ClientRow>, LedgerError> {
+        self.store.list_clients().await
+    }
+    async fn client_by_key(&self, key_id: &str) -> Result<Option<ClientRow>, LedgerError> {
+        self.store.client_by_key(key_id).await
+    }
+    async fn revoke_client(&self, name: &str) -> Result<bool, LedgerError> {
+        self.store.revoke_client(name).await
+    }
+    async fn rotate_client(
+        &self,
+        name: &str,
+        key_id: &str,
+        secret_digest: &str,
+    ) -> Result<bool, LedgerError> {
+        self.store.rotate_client(name, key_id, secret_digest).await
+    }
+    async fn reserve(
+        &self,
+        name: &str,
+        lease: &str,
+        wanted: u32,
+        hold: Duration,
+        settle: Option<&Settle>,
+    ) -> Result<Reservation, LedgerError> {
+        self.reservations.fetch_add(1, Ordering::Relaxed);
+        self.store.reserve(name, lease, wanted, hold, settle).await
+    }
+}
+
+/// Four replicas (own ledger handle, own meter), four callers each, 40 calls per caller
+/// against a ceiling of 64: never more than 64 pass, the leases' unused slots come back so
+/// nearly all 64 do, and the ledger sees far fewer reservations than calls.
+async fn metered_replicas_never_exceed_the_ceiling(url: &str) {
+    const CEILING: u32 = 64;
+    let ledgers: Vec<Arc<dyn Ledger>> = futures_join(url).await;
+    let store = ledgers[0].client_store().unwrap();
+    store
+        .add_client(&new_client("busy", CEILING).0)
+        .await
+        .unwrap();
+    let mut replicas = Vec::new();
+    for ledger in ledgers {
+        let ledger = Arc::clone(&ledger);
+        replicas.push(tokio::spawn(async move {
+            let meter = Arc::new(CallMeter::default());
+            let counting = Arc::new(Counting {
+                store: ledger.client_store().unwrap(),
+                reservations: AtomicUsize::new(0),
+            });
+            // Callers of one replica share its meter, as a server's requests do.
+            let allowed = AtomicUsize::new(0);
+            let caller = || async {
+                for _ in 0..40 {
+                    match meter
+                        .take(counting.as_ref(), "busy", CEILING)
+                        .await
+                        .unwrap()
+                    {
+                        RateVerdict::Allowed => {
+                            allowed.fetch_add(1, Ordering::Relaxed);
+                        }
+                        RateVerdict::Limited { .. } => {}
+                        RateVerdict::Gone => panic!("the client is live"),
+                    }
+                }
+            };
+            tokio::join!(caller(), caller(), caller(), caller());
+            (
+                allowed.load(Ordering::Relaxed),
+                counting.reservations.load(Ordering::Relaxed),
+            )
+        }));
+    }
+    let (mut allowed, mut reservations) = (0, 0);
+    for replica in replicas {
+        let (a, r) = replica.await.unwrap();
+        allowed += a;
+        reservations += r;
+    }
+    assert!(
+        allowed <= CEILING as usize,
+        "{allowed} calls passed a ceiling of {CEILING}"
+    );
+    // At most one small lease per replica can be left unused at the end.
+    assert!(
+        allowed >= CEILING as usize - 4 * 4,
+        "only {allowed} of {CEILING} passed"
+    );
+    // 640 calls: the 64 admitted ones took a handful of leases, each refusal one reservation.
+    assert!(reservations < 640, "{reservations} reservations");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_leases_give_back_what_they_did_not_use() {
+    let (url, _db) = fresh_postgres_db().await;
+    leases_give_back_what_they_did_not_use(open(&url).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_leases_give_back_what_they_did_not_use() {
+    let (url, _dir) = temp_sqlite();
+    leases_give_back_what_they_did_not_use(open(&url).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_metered_replicas_never_exceed_the_ceiling() {
+    let (url, _db) = fresh_postgres_db().await;
+    metered_replicas_never_exceed_the_ceiling(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_metered_replicas_never_exceed_the_ceiling() {
+    let (url, _dir) = temp_sqlite();
+    metered_replicas_never_exceed_the_ceiling(&url).await;
 }

@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use care_core::catalog::{self, Role};
-use care_core::clients::{self, ClientRow, RateVerdict};
+use care_core::clients::{self, CallMeter, ClientRow, RateVerdict};
 use care_core::decision::{Rule, Why};
 use care_core::envelope;
 use care_core::error::{ErrorCode, ToolError};
@@ -50,6 +50,9 @@ pub struct Guard {
     pub sessions: SessionOwners,
     /// rmcp's sessions: an owner is forgotten only once its session is gone from here.
     pub session_manager: Arc<LocalSessionManager>,
+    /// Each client's lease of slots from its shared window: a call is counted here, and the
+    /// ledger is written only when a lease runs out.
+    pub meter: CallMeter,
 }
 
 /// Session id → the client that opened it.
@@ -205,10 +208,14 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
     if let Some(call) = peek.as_ref().filter(|p| p.tool.is_some()) {
         let refused = match guard.ledger.client_store() {
             None => Some((ErrorCode::LedgerUnavailable, None)),
-            Some(store) => match store.take_call(&client.name).await {
+            Some(store) => match guard
+                .meter
+                .take(store, &client.name, client.rate_per_minute)
+                .await
+            {
                 Ok(RateVerdict::Allowed) => None,
                 Ok(RateVerdict::Limited { retry_after }) => {
-                    Some((ErrorCode::RateLimited, Some(retry_after.as_secs() + 1)))
+                    Some((ErrorCode::RateLimited, Some(whole_seconds(retry_after))))
                 }
                 Ok(RateVerdict::Gone) => {
                     // Revoked between the lookup and the count.
@@ -424,4 +431,11 @@ fn tool_refusal(id: &Value, code: ErrorCode, retry_after_secs: Option<u64>) -> R
         headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
     response
+}
+
+/// A Retry-After in whole seconds, rounded up: retrying earlier would be refused again.
+fn whole_seconds(wait: std::time::Duration) -> u64 {
+    u64::try_from(wait.as_millis().div_ceil(1000))
+        .unwrap_or(u64::MAX)
+        .max(1)
 }

@@ -26,6 +26,7 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::serve::ListenerExt;
 use care_core::catalog::Role;
+use care_core::clients::CallMeter;
 use care_core::gate::Gate;
 use care_core::ledger::Ledger;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -205,6 +206,7 @@ fn router(
         ledger: Arc::clone(ledger),
         sessions: guard::SessionOwners::default(),
         session_manager: sessions,
+        meter: CallMeter::default(),
     });
     let mcp = Router::new()
         .route_service("/mcp", mcp)
