@@ -1,8 +1,7 @@
-//! A batch of audit rows goes in whole or not at all, on both backends, now that each batch is
-//! one round trip (Postgres: one statement; SQLite: one multi-statement execution from
-//! `BEGIN IMMEDIATE` to `COMMIT`): a row the database refuses (a trigger here) leaves neither
-//! the batch's other rows nor its head behind, and the connection is fit for the next batch
-//! (SQLite's must not be left inside the transaction the failed text opened).
+//! A batch of audit rows goes in whole or not at all, on both backends (Postgres: one
+//! statement; SQLite: one write transaction): a row the database refuses (a trigger here)
+//! leaves neither the batch's other rows nor its head behind, and the connection is fit for
+//! the next batch.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
