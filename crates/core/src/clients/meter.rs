@@ -67,13 +67,14 @@ impl CallMeter {
         name: &str,
         ceiling: u32,
     ) -> Result<RateVerdict, LedgerError> {
-        let entry = Arc::clone(
-            self.clients
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .entry(name.to_owned())
-                .or_default(),
-        );
+        let entry = {
+            let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+            // Every call passes here: the name is copied only for a client's first call.
+            match clients.get(name) {
+                Some(entry) => Arc::clone(entry),
+                None => Arc::clone(clients.entry(name.to_owned()).or_default()),
+            }
+        };
         // One reservation per client at a time; the calls behind it then share its lease.
         let mut metered = entry.lock().await;
         let now = Instant::now();
