@@ -110,7 +110,7 @@ impl PostgresLedger {
         metric: Option<&str>,
         since: Option<i64>,
     ) -> Result<Vec<KpiSeriesRecord>, LedgerError> {
-        sqlx::query_as(sql::KPI_SERIES)
+        sqlx::query_as(sql::KPI_SERIES_POSTGRES)
             .bind(metric)
             .bind(since)
             .fetch_all(self.ready().await?)

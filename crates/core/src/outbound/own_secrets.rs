@@ -1,7 +1,8 @@
 //! The server's own secret values as the outbound scan looks for them: as configured, normalised,
-//! in hex and in base64, all compiled once into literal matchers.
+//! in hex and in base64, compiled once (at the first scan) into literal matchers.
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use base64::Engine as _;
@@ -10,13 +11,17 @@ use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use super::normalize::normalize;
 use super::{MIN_ENCODED_CHARS, MIN_OWN_SECRET_CHARS, OutboundFinding};
 
-/// The literal needles of every own secret, in two matchers.
-#[derive(Clone)]
+/// The literal needles of every own secret, in two matchers. The needles are derived at once
+/// (cheap); the matchers are built at the first scan, which only a call sending text out
+/// makes: a process that never sends pays nothing for them at start-up.
 pub(super) struct OwnSecrets {
     /// How many distinct secrets are held (after trimming and the length rule).
     count: usize,
-    /// `None` if a matcher could not be built; then every scan fails closed.
-    matchers: Option<Matchers>,
+    /// Needles for [`Matchers::exact`] and [`Matchers::folded`].
+    exact: Vec<String>,
+    folded: Vec<String>,
+    /// `None` inside if a matcher could not be built; then every scan fails closed.
+    matchers: OnceLock<Option<Matchers>>,
 }
 
 #[derive(Clone)]
@@ -72,21 +77,30 @@ impl OwnSecrets {
         // Contiguous NFAs, not the DFA the builder would pick for this few needles: building
         // the DFA was a fifth of the process's start-up CPU and its tables stayed resident,
         // while outbound texts are short and scanned once each.
-        let matchers = AhoCorasick::builder()
-            .kind(Some(AhoCorasickKind::ContiguousNFA))
-            .build(&exact)
-            .ok()
-            .zip(
-                AhoCorasick::builder()
-                    .kind(Some(AhoCorasickKind::ContiguousNFA))
-                    .ascii_case_insensitive(true)
-                    .build(&folded)
-                    .ok(),
-            );
         Self {
             count: secrets.len(),
-            matchers: matchers.map(|(exact, folded)| Matchers { exact, folded }),
+            exact,
+            folded,
+            matchers: OnceLock::new(),
         }
+    }
+
+    /// The matchers, built once.
+    fn matchers(&self) -> Option<&Matchers> {
+        self.matchers
+            .get_or_init(|| {
+                let exact = AhoCorasick::builder()
+                    .kind(Some(AhoCorasickKind::ContiguousNFA))
+                    .build(&self.exact)
+                    .ok()?;
+                let folded = AhoCorasick::builder()
+                    .kind(Some(AhoCorasickKind::ContiguousNFA))
+                    .ascii_case_insensitive(true)
+                    .build(&self.folded)
+                    .ok()?;
+                Some(Matchers { exact, folded })
+            })
+            .as_ref()
     }
 
     pub(super) fn len(&self) -> usize {
@@ -95,7 +109,7 @@ impl OwnSecrets {
 
     /// `Err(OwnSecret)` if any needle occurs in `text`.
     pub(super) fn check(&self, text: &str) -> Result<(), OutboundFinding> {
-        let Some(matchers) = &self.matchers else {
+        let Some(matchers) = self.matchers() else {
             return Err(OutboundFinding::ScannerUnavailable);
         };
         if matchers.exact.is_match(text) || matchers.folded.is_match(text) {

@@ -616,6 +616,19 @@ pub async fn case_kpi_series(l: &dyn Ledger) {
             .is_empty()
     );
     assert!(l.kpi_series(Some("other"), None).await.unwrap().is_empty());
+
+    // Two readings at the same instant: the one recorded last is the latest, on every backend.
+    l.record_kpi(&kpi("tied", 1.0, 40)).await.unwrap();
+    l.record_kpi(&kpi("tied", 2.0, 40)).await.unwrap();
+    l.record_kpi(&kpi("tied", 9.0, 35)).await.unwrap();
+    let tied = l.kpi_series(Some("tied"), Some(at(36))).await.unwrap();
+    assert_eq!(tied.len(), 1);
+    assert_eq!(tied[0].latest, kpi("tied", 2.0, 40));
+    assert_eq!((tied[0].count, tied[0].min, tied[0].max), (2, 1.0, 2.0));
+    let all = l.kpi_series(None, Some(at(25))).await.unwrap();
+    let names: Vec<&str> = all.iter().map(|s| s.metric.as_str()).collect();
+    assert_eq!(names, ["rating", "tied"]);
+    assert_eq!(all[1].count, 3);
 }
 
 fn csat(channel: SupportChannel, score: u8, minute: i64) -> CsatEntry {

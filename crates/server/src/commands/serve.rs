@@ -12,7 +12,7 @@ use rmcp::ServiceExt;
 
 use crate::handler::CareServer;
 use crate::startup::{StartError, build_gate};
-use crate::stdio;
+use crate::{stdio, stdio_fds};
 
 /// How long a stop waits for external writes in flight: an upstream request's timeout (10 s),
 /// one honoured Retry-After (5 s) and a retried request, within Kubernetes' default 30 s grace.
@@ -24,7 +24,7 @@ pub async fn run(role: Role) -> Result<ExitCode, StartError> {
     let auditor = gate.services().auditor.clone();
     let ledger = Arc::clone(&gate.services().ledger);
     let server = CareServer::new(Arc::clone(&gate));
-    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let (stdin, stdout) = stdio_fds::stdin_stdout();
     let pipes = stdio::filtered(stdin, stdout);
     let running = match server.serve((pipes.to_rmcp, pipes.from_rmcp)).await {
         Ok(running) => running,
