@@ -198,20 +198,21 @@ pub(crate) struct KpiSeriesRecord {
 }
 
 impl KpiSeriesRecord {
-    /// The record from a row of the SQLite read connection (same columns as the sqlx query).
+    /// The record from a row of `sql::KPI_SERIES` on the SQLite read connection, by position:
+    /// a lookup by name compares every column's name, a tenth of a `kpi_report` under callgrind.
     pub(crate) fn from_sqlite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
         Ok(Self {
-            metric: r.get("metric")?,
-            n: r.get("n")?,
-            mean: r.get("mean")?,
-            lo: r.get("lo")?,
-            hi: r.get("hi")?,
-            value: r.get("value")?,
-            target: r.get("target")?,
-            unit: r.get("unit")?,
-            higher_is_better: r.get("higher_is_better")?,
-            recorded_at: r.get("recorded_at")?,
-            recorded_by_role: r.get("recorded_by_role")?,
+            metric: r.get(0)?,
+            n: r.get(1)?,
+            mean: r.get(2)?,
+            lo: r.get(3)?,
+            hi: r.get(4)?,
+            value: r.get(5)?,
+            target: r.get(6)?,
+            unit: r.get(7)?,
+            higher_is_better: r.get(8)?,
+            recorded_at: r.get(9)?,
+            recorded_by_role: r.get(10)?,
         })
     }
 }

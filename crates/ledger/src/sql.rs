@@ -156,6 +156,7 @@ pub(crate) const INSERT_KPI: &str = "INSERT INTO kpi_entries \
      VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
 /// Per metric: aggregates over the window and the latest entry. $1 metric or NULL, $2 since or NULL.
+/// Column order is read by position (`KpiSeriesRecord::from_sqlite`).
 pub(crate) const KPI_SERIES: &str = "SELECT a.metric, a.n, a.mean, a.lo, a.hi, k.value, \
      k.target, k.unit, k.higher_is_better, k.recorded_at, k.recorded_by_role \
      FROM (SELECT metric, COUNT(*) AS n, AVG(value) AS mean, MIN(value) AS lo, MAX(value) AS hi \

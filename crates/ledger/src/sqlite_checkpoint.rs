@@ -69,21 +69,30 @@ impl Checkpointer {
 }
 
 fn run(path: &Path, stopped: &Receiver<()>) {
-    let conn = match open(path) {
-        Ok(conn) => conn,
-        Err(e) => {
-            tracing::warn!(error = %e, "sqlite checkpoint connection not opened");
-            return;
-        }
-    };
+    // Opened at the first round, not when the thread starts: a role's start-up (measured in
+    // bench/ as cold start) does not pay for a third connection reading the schema.
+    let mut conn: Option<Connection> = None;
+    let mut warned = false;
     loop {
         let stop = match stopped.recv_timeout(EVERY) {
             Err(RecvTimeoutError::Timeout) => false,
             // Stopped, or the ledger is gone: one last checkpoint, then out.
             Ok(()) | Err(RecvTimeoutError::Disconnected) => true,
         };
+        if conn.is_none() {
+            match open(path) {
+                Ok(opened) => conn = Some(opened),
+                Err(e) if !warned => {
+                    warned = true;
+                    tracing::warn!(error = %e, "sqlite checkpoint connection not opened; retrying");
+                }
+                Err(_) => {}
+            }
+        }
         // BUSY (another process's checkpoint is running) is harmless: the next round retries.
-        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+        if let Some(conn) = &conn
+            && let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+        {
             tracing::debug!(error = %e, "sqlite checkpoint skipped");
         }
         if stop {

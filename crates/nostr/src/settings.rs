@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use care_core::approvals::{ApprovalPolicy, ApproverKey};
 use care_core::env::{EnvReader, EnvSource, ExposeSecret, SecretString, split_list};
-use nostr_sdk::{Keys, PublicKey, ToBech32};
+use nostr_sdk::{Keys, PublicKey, SecretKey, ToBech32};
 
 use crate::error::NostrError;
 
@@ -167,9 +167,10 @@ impl NostrSettings {
             return Vec::new();
         };
         let mut out = vec![secret.clone()];
-        if let Ok(keys) = Keys::parse(secret.expose_secret().trim()) {
-            out.push(SecretString::from(keys.secret_key().to_secret_hex()));
-            let Ok(nsec) = keys.secret_key().to_bech32();
+        // The secret alone: deriving the public key (as `Keys` does) is a tenth of a start.
+        if let Ok(key) = SecretKey::parse(secret.expose_secret().trim()) {
+            out.push(SecretString::from(key.to_secret_hex()));
+            let Ok(nsec) = key.to_bech32();
             out.push(SecretString::from(nsec));
         }
         out
