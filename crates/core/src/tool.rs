@@ -55,27 +55,15 @@ impl Services {
     /// Services from a parsed config: approval policy, outbound scanner (with the config's own
     /// secrets only) and auditor (keyed by `audit_salt`); no approvers, no approval channel.
     pub fn new(config: Arc<Config>, ledger: Arc<dyn Ledger>, audit_salt: &[u8]) -> Self {
-        let scanner = OutboundScanner::new(
-            config
-                .own_secrets()
-                .iter()
-                .map(|s| s.expose_secret().to_owned())
-                .collect(),
-        );
-        Self::with_parts(config, ledger, audit_salt, scanner)
-    }
-
-    /// As [`Services::new`], with the outbound scanner given (the binary's holds every secret
-    /// the process loaded; building it twice was a tenth of the start-up's instructions).
-    pub fn with_parts(
-        config: Arc<Config>,
-        ledger: Arc<dyn Ledger>,
-        audit_salt: &[u8],
-        scanner: OutboundScanner,
-    ) -> Self {
         Services {
             policy: ApprovalPolicy::new(Vec::new(), None, 1),
-            scanner,
+            scanner: OutboundScanner::new(
+                config
+                    .own_secrets()
+                    .iter()
+                    .map(|s| s.expose_secret().to_owned())
+                    .collect(),
+            ),
             auditor: Auditor::new(Arc::clone(&ledger), audit_salt),
             ledger,
             config,

@@ -221,9 +221,9 @@ pub async fn build_gate(role: Role) -> Result<Gate, StartError> {
         .map(|s| s.expose_secret().to_owned())
         .collect();
     secrets.extend(registrar.secret_values());
-    let scanner = OutboundScanner::new(secrets);
-    let services = Services::with_parts(Arc::clone(&config), Arc::clone(&ledger), &salt, scanner)
-        .with_policy(nostr.policy());
+    let services = Services::new(Arc::clone(&config), Arc::clone(&ledger), &salt)
+        .with_policy(nostr.policy())
+        .with_scanner(OutboundScanner::new(secrets));
     let services = Arc::new(crate::approval_channel::attach(services, channel).await?);
 
     let registered = registrar.finish(&services);

@@ -9,6 +9,8 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::UnixStream;
+use tokio::net::unix::pipe;
 
 pub type Reader = Box<dyn AsyncRead + Unpin + Send>;
 pub type Writer = Box<dyn AsyncWrite + Unpin + Send>;
@@ -16,77 +18,64 @@ pub type Writer = Box<dyn AsyncWrite + Unpin + Send>;
 /// stdin and stdout for the MCP session. Must run inside the runtime (registration with its
 /// reactor).
 pub fn stdin_stdout() -> (Reader, Writer) {
-    let reader = readiness_reader().unwrap_or_else(|| Box::new(tokio::io::stdin()));
-    let writer = readiness_writer().unwrap_or_else(|| Box::new(tokio::io::stdout()));
+    let stderr = identity(io::stderr());
+    let reader: Reader = match readiness(io::stdin(), stderr, pipe::Receiver::from_owned_fd) {
+        Some(Ready::Pipe(pipe)) => Box::new(pipe),
+        Some(Ready::Socket(socket)) => Box::new(socket),
+        None => Box::new(tokio::io::stdin()),
+    };
+    let writer: Writer = match readiness(io::stdout(), stderr, pipe::Sender::from_owned_fd) {
+        Some(Ready::Pipe(pipe)) => Box::new(pipe),
+        Some(Ready::Socket(socket)) => Box::new(socket),
+        None => Box::new(tokio::io::stdout()),
+    };
     (reader, writer)
 }
 
-/// What an fd is, as far as choosing a transport goes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Pipe,
-    Socket,
-    Other,
+/// A stdio fd registered with the reactor.
+enum Ready<P> {
+    Pipe(P),
+    Socket(UnixStream),
 }
 
-/// The fd's kind and identity (device, inode).
-fn describe(fd: OwnedFd) -> io::Result<(OwnedFd, Kind, (u64, u64))> {
-    let file = File::from(fd);
-    let meta = file.metadata()?;
-    let kind = if meta.file_type().is_fifo() {
-        Kind::Pipe
+/// A file's identity: (device, inode).
+type Identity = (u64, u64);
+
+fn identity(fd: impl AsFd) -> Option<Identity> {
+    let meta = File::from(fd.as_fd().try_clone_to_owned().ok()?)
+        .metadata()
+        .ok()?;
+    Some((meta.dev(), meta.ino()))
+}
+
+/// A duplicate of `fd` as a readiness-driven stream, if it is a pipe (made by `pipe`, which
+/// also sets it non-blocking) or a Unix socket. Non-blocking mode belongs to the open file, not
+/// the descriptor: a file that is also stderr (or whose stderr cannot be told) stays blocking,
+/// or a full pipe would make log writes fail instead of wait.
+fn readiness<P>(
+    fd: impl AsFd,
+    stderr: Option<Identity>,
+    pipe: fn(OwnedFd) -> io::Result<P>,
+) -> Option<Ready<P>> {
+    let file = File::from(fd.as_fd().try_clone_to_owned().ok()?);
+    let meta = file.metadata().ok()?;
+    if stderr.is_none_or(|stderr| stderr == (meta.dev(), meta.ino())) {
+        return None;
+    }
+    if meta.file_type().is_fifo() {
+        pipe(file.into()).ok().map(Ready::Pipe)
     } else if meta.file_type().is_socket() {
-        Kind::Socket
+        socket(file.into()).map(Ready::Socket)
     } else {
-        Kind::Other
-    };
-    Ok((OwnedFd::from(file), kind, (meta.dev(), meta.ino())))
-}
-
-/// A duplicate of stdin/stdout/stderr, described.
-fn duplicate(fd: impl AsFd) -> Option<(OwnedFd, Kind, (u64, u64))> {
-    describe(fd.as_fd().try_clone_to_owned().ok()?).ok()
-}
-
-/// Non-blocking mode belongs to the open file, not the descriptor: an fd that is the same
-/// file as stderr stays blocking, or a full pipe would make log writes fail instead of wait.
-fn shares_stderr(identity: (u64, u64)) -> bool {
-    duplicate(io::stderr()).is_none_or(|(_, _, stderr)| stderr == identity)
-}
-
-fn readiness_reader() -> Option<Reader> {
-    let (fd, kind, identity) = duplicate(io::stdin())?;
-    if shares_stderr(identity) {
-        return None;
-    }
-    match kind {
-        Kind::Pipe => Some(Box::new(
-            tokio::net::unix::pipe::Receiver::from_owned_fd(fd).ok()?,
-        )),
-        Kind::Socket => Some(Box::new(socket(fd)?)),
-        Kind::Other => None,
-    }
-}
-
-fn readiness_writer() -> Option<Writer> {
-    let (fd, kind, identity) = duplicate(io::stdout())?;
-    if shares_stderr(identity) {
-        return None;
-    }
-    match kind {
-        Kind::Pipe => Some(Box::new(
-            tokio::net::unix::pipe::Sender::from_owned_fd(fd).ok()?,
-        )),
-        Kind::Socket => Some(Box::new(socket(fd)?)),
-        Kind::Other => None,
+        None
     }
 }
 
 /// A Unix socket (Node's child processes get socket pairs, not pipes); any other socket
 /// family keeps tokio's stdio.
-fn socket(fd: OwnedFd) -> Option<tokio::net::UnixStream> {
+fn socket(fd: OwnedFd) -> Option<UnixStream> {
     let stream = std::os::unix::net::UnixStream::from(fd);
     stream.peer_addr().ok()?;
     stream.set_nonblocking(true).ok()?;
-    tokio::net::UnixStream::from_std(stream).ok()
+    UnixStream::from_std(stream).ok()
 }
