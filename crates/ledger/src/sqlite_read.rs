@@ -1,11 +1,11 @@
-//! SQLite reads answered on the calling thread, over a connection of their own (rusqlite on the
+//! SQLite reads answered on the calling thread, over connections of their own (rusqlite on the
 //! same bundled SQLite that sqlx links, so one copy of the library). A primary-key read costs a
 //! few µs here; through sqlx it is a hand-off to the connection's worker thread and back, plus
 //! one more per row, each a cross-CPU wake-up on a small machine. In WAL mode a reader never
 //! waits for a writer, so the caller blocks for the statement alone. Writes stay on sqlx.
 
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Duration;
 
 use care_core::ledger::LedgerError;
@@ -18,19 +18,36 @@ use crate::sql;
 /// How long a read waits when the file is locked for recovery (never for an ordinary writer).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The read connection, opened on first use (after migrations) and reopened after a failure.
+/// Read connections a process keeps at most: one per runtime worker thread on a two-core
+/// machine, so two overlapping reads (HTTP clients) do not queue on a lock.
+const READERS: usize = 2;
+
+/// The read connections, each opened on first use (after migrations) and reopened after a
+/// failure. The second opens only when a read finds the first busy, so a stdio process, whose
+/// reads never overlap, keeps one.
 #[derive(Debug)]
 pub(crate) struct Reader {
     path: PathBuf,
-    conn: Mutex<Option<Connection>>,
+    conns: [Mutex<Option<Connection>>; READERS],
 }
 
 impl Reader {
     pub(crate) fn new(path: PathBuf) -> Self {
         Reader {
             path,
-            conn: Mutex::new(None),
+            conns: std::array::from_fn(|_| Mutex::new(None)),
         }
+    }
+
+    /// The first idle connection slot, else (every one busy) the first, waited for.
+    fn slot(&self) -> MutexGuard<'_, Option<Connection>> {
+        // A panic while holding a slot leaves nothing half-written: a poisoned one is reusable.
+        let idle = self.conns.iter().find_map(|slot| match slot.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        });
+        idle.unwrap_or_else(|| self.conns[0].lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Runs `read` on the connection; a failed statement drops the connection so the next
@@ -39,9 +56,7 @@ impl Reader {
         &self,
         read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T, LedgerError> {
-        // A panic while holding the lock leaves nothing half-written: the guard is reusable.
-        let mut guard: MutexGuard<'_, Option<Connection>> =
-            self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut guard = self.slot();
         if guard.is_none() {
             *guard = Some(self.open().map_err(unavailable)?);
         }
@@ -57,9 +72,11 @@ impl Reader {
         result.map_err(unavailable)
     }
 
-    /// Closes the connection (a later read reopens it).
+    /// Closes the connections (a later read reopens one).
     pub(crate) fn close(&self) {
-        *self.conn.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        for slot in &self.conns {
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        }
     }
 
     fn open(&self) -> rusqlite::Result<Connection> {
@@ -107,4 +124,18 @@ impl Reader {
 
 fn unavailable(e: rusqlite::Error) -> LedgerError {
     LedgerError::Unavailable(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_overlapping_another_takes_the_second_connection() {
+        let reader = Reader::new(PathBuf::from("/nonexistent/ledger.db"));
+        let first = reader.slot();
+        // With one slot this would wait for `first`, held by this same thread: a deadlock.
+        let second = reader.slot();
+        assert!(!std::ptr::eq(&raw const *first, &raw const *second));
+    }
 }

@@ -55,18 +55,26 @@ pub struct Guard {
     pub meter: CallMeter,
 }
 
-/// Session id → the client that opened it.
+/// Session id → the client that opened it, and the session's audit label (a salted digest,
+/// computed once per session rather than on every call).
 #[derive(Debug, Default)]
-pub struct SessionOwners(std::sync::Mutex<std::collections::HashMap<String, String>>);
+pub struct SessionOwners(std::sync::Mutex<std::collections::HashMap<String, Arc<Opened>>>);
+
+/// A session this process holds.
+#[derive(Debug)]
+pub struct Opened {
+    pub owner: String,
+    pub label: Arc<str>,
+}
 
 impl SessionOwners {
-    fn owner(&self, session: &str) -> Option<String> {
+    fn get(&self, session: &str) -> Option<Arc<Opened>> {
         self.0.lock().ok()?.get(session).cloned()
     }
 
-    fn set(&self, session: &str, client: &str) {
+    fn set(&self, session: &str, opened: Opened) {
         if let Ok(mut map) = self.0.lock() {
-            map.insert(session.to_owned(), client.to_owned());
+            map.insert(session.to_owned(), Arc::new(opened));
         }
     }
 
@@ -74,6 +82,30 @@ impl SessionOwners {
         if let Ok(mut map) = self.0.lock() {
             map.remove(session);
         }
+    }
+
+    /// Forgets every session rmcp no longer holds (closed, or expired idle). A request on a
+    /// gone session forgets its own entry; this catches the sessions nobody asked for again,
+    /// which would otherwise stay here for the life of the process.
+    pub async fn sweep(&self, manager: &LocalSessionManager) {
+        let ids: Vec<String> = match self.0.lock() {
+            Ok(map) => map.keys().cloned().collect(),
+            Err(_) => return,
+        };
+        for id in ids {
+            let alive = manager
+                .has_session(&SessionId::from(id.as_str()))
+                .await
+                .unwrap_or(true);
+            if !alive {
+                self.forget(&id);
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.lock().map_or(0, |map| map.len())
     }
 }
 
@@ -260,12 +292,8 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    if let Some(id) = &session
-        && guard
-            .sessions
-            .owner(id)
-            .is_some_and(|owner| owner != client.name)
-    {
+    let opened = session.as_deref().and_then(|id| guard.sessions.get(id));
+    if opened.as_ref().is_some_and(|o| o.owner != client.name) {
         // Someone else's session: answered as an unknown session is (rmcp's 404), audited.
         let why = Why::before_the_gate(
             &[Rule::ClientAuth, Rule::RoleGate],
@@ -288,6 +316,7 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
     parts.extensions.insert(Caller {
         name: client.name,
         role,
+        session_label: opened.map(|o| Arc::clone(&o.label)),
     });
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
@@ -296,7 +325,18 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
         // A session opened by this request belongs to its client.
         (None, Some(opened)) => {
             if let Ok(opened) = opened.to_str() {
-                guard.sessions.set(opened, &name);
+                let label = guard
+                    .gate(Some(role))
+                    .services()
+                    .auditor
+                    .session_label(opened);
+                guard.sessions.set(
+                    opened,
+                    Opened {
+                        owner: name,
+                        label: label.into(),
+                    },
+                );
             }
         }
         // Forgotten once the session is gone (ended, expired), never on an answer alone: rmcp
@@ -438,4 +478,40 @@ fn whole_seconds(wait: std::time::Duration) -> u64 {
     u64::try_from(wait.as_millis().div_ceil(1000))
         .unwrap_or(u64::MAX)
         .max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opened(owner: &str) -> Opened {
+        Opened {
+            owner: owner.to_owned(),
+            label: Arc::from("h-0"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_sweep_forgets_the_owners_of_gone_sessions_only() {
+        let manager = LocalSessionManager::default();
+        let (live, _transport) = manager
+            .create_session()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let owners = SessionOwners::default();
+        owners.set(&live, opened("alpha"));
+        owners.set("expired-long-ago", opened("beta"));
+        owners.sweep(&manager).await;
+        assert_eq!(owners.len(), 1);
+        assert_eq!(
+            owners.get(&live).map(|o| o.owner.clone()),
+            Some("alpha".to_owned())
+        );
+        manager
+            .close_session(&live)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        owners.sweep(&manager).await;
+        assert_eq!(owners.len(), 0);
+    }
 }

@@ -83,7 +83,8 @@ pub async fn run(roles: Vec<Role>, args: ServeArgs) -> Result<ExitCode, StartErr
         return Err(StartError("this ledger does not store HTTP clients".into()));
     }
     let stop = CancellationToken::new();
-    let app = router(&gates, &ledger, &args, stop.child_token());
+    let (app, guard) = router(&gates, &ledger, &args, stop.child_token());
+    tokio::spawn(sweep_sessions(guard, args.session_idle_secs, stop.clone()));
 
     let tcp = tokio::net::TcpListener::bind(addr)
         .await
@@ -169,12 +170,24 @@ async fn bounded(
     }
 }
 
+/// Forgets the owners of sessions that ended without a last request (expired idle), about
+/// once per idle span (at most a minute apart), until the stop.
+async fn sweep_sessions(guard: Arc<guard::Guard>, idle_secs: u64, stop: CancellationToken) {
+    let every = Duration::from_secs(idle_secs.clamp(1, 60));
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(every) => guard.sessions.sweep(&guard.session_manager).await,
+        }
+    }
+}
+
 fn router(
     gates: &[(Role, Arc<Gate>)],
     ledger: &Arc<dyn Ledger>,
     args: &ServeArgs,
     stop: CancellationToken,
-) -> Router {
+) -> (Router, Arc<guard::Guard>) {
     let servers: BTreeMap<Role, CareServer> = gates
         .iter()
         .map(|(role, gate)| (*role, CareServer::new(Arc::clone(gate))))
@@ -210,11 +223,15 @@ fn router(
     });
     let mcp = Router::new()
         .route_service("/mcp", mcp)
-        .layer(axum::middleware::from_fn_with_state(guard, guard::guard));
-    Router::new()
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&guard),
+            guard::guard,
+        ));
+    let app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz).with_state(Arc::clone(ledger)))
-        .merge(mcp)
+        .merge(mcp);
+    (app, guard)
 }
 
 /// The router `serve --http` serves (probes, guard, rmcp's Streamable HTTP service), for the
@@ -241,7 +258,7 @@ pub fn router_for_fuzzing(
         session_idle_secs: session_idle_secs.max(1),
         stateless,
     };
-    Some(router(gates, &ledger, &args, CancellationToken::new()))
+    Some(router(gates, &ledger, &args, CancellationToken::new()).0)
 }
 
 /// Ready when the ledger answers (and its migrations are applied).

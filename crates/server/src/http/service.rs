@@ -21,6 +21,8 @@ use crate::handler::CareServer;
 pub struct Caller {
     pub name: String,
     pub role: Role,
+    /// The audit label of the caller's session, when the guard knows the session.
+    pub session_label: Option<Arc<str>>,
 }
 
 #[derive(Debug, Clone)]
@@ -93,12 +95,15 @@ impl ServerHandler for HttpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let (caller, server) = self.for_caller(&context)?;
-        let session = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.headers.get(SESSION_HEADER))
-            .and_then(|v| v.to_str().ok())
-            .map_or_else(|| NO_SESSION.to_owned(), |id| server.session_label(id));
+        let session = match &caller.session_label {
+            Some(label) => label.to_string(),
+            None => context
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.headers.get(SESSION_HEADER))
+                .and_then(|v| v.to_str().ok())
+                .map_or_else(|| NO_SESSION.to_owned(), |id| server.session_label(id)),
+        };
         Ok(server
             .call_as(&caller.name, &session, request)
             .await?
