@@ -10,10 +10,10 @@
 use std::collections::{BTreeMap, HashMap};
 
 use hmac::{Hmac, KeyInit, Mac};
-use serde_json::{Map, Value, json};
+use serde_json::json;
 use sha2::Sha256;
 
-use crate::canonical::encode;
+use crate::canonical::{encode, jcs};
 use crate::ledger::{AuditRecord, ChainHead, ChainLink, StoredAudit};
 
 /// The `prev_hash` of a chain's first row.
@@ -22,14 +22,14 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 const ROW_DOMAIN: &[u8] = b"care-mcp audit row v1\n";
 const HEAD_DOMAIN: &[u8] = b"care-mcp audit head v1\n";
 
-fn mac(salt: &[u8], domain: &[u8], value: &Value) -> String {
+fn mac(salt: &[u8], domain: &[u8], text: &[u8]) -> String {
     // HMAC takes keys of any length: this cannot fail; an empty key is the fallback anyway.
     let mut mac = match <Hmac<Sha256> as KeyInit>::new_from_slice(salt) {
         Ok(mac) => mac,
         Err(_) => return String::new(),
     };
     mac.update(domain);
-    mac.update(&encode(value));
+    mac.update(text);
     hex::encode(mac.finalize().into_bytes())
 }
 
@@ -37,34 +37,87 @@ fn saturating(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// The row's fields exactly as the ledger stores them (times in ms, counts as signed
-/// integers), so a row read back hashes as it did when written.
-fn row_fields(record: &AuditRecord, chain: &str, seq: i64, prev_hash: &str) -> Value {
-    let mut m = Map::new();
-    let opt = |v: &Option<String>| v.clone().map_or(Value::Null, Value::String);
-    m.insert("at".into(), json!(record.at.timestamp_millis()));
-    m.insert("role".into(), json!(record.role));
-    m.insert("client".into(), json!(record.client));
-    m.insert("tool".into(), json!(record.tool));
-    m.insert("outcome".into(), json!(record.outcome));
-    m.insert("error_code".into(), opt(&record.error_code));
-    m.insert("approval_id".into(), opt(&record.approval_id));
-    m.insert("duration_us".into(), json!(saturating(record.duration_us)));
-    m.insert("args_digest".into(), json!(record.args_digest));
-    m.insert("capability".into(), json!(record.capability));
-    m.insert("session".into(), json!(record.session));
-    m.insert("decision".into(), json!(record.decision));
-    m.insert("rules".into(), json!(record.rules.join(",")));
-    m.insert("denied_by".into(), opt(&record.denied_by));
-    let output = record.output.map_or(Value::Null, |o| {
-        json!({"bytes": saturating(o.bytes), "items": saturating(o.items), "truncated": o.truncated})
-    });
-    m.insert("output".into(), output);
-    m.insert("approval_trail".into(), opt(&record.approval_trail));
-    m.insert("chain".into(), json!(chain));
-    m.insert("seq".into(), json!(seq));
-    m.insert("prev_hash".into(), json!(prev_hash));
-    Value::Object(m)
+/// Appends `"key":` (keys here are fixed ASCII names that need no escaping).
+fn key(out: &mut Vec<u8>, first: bool, name: &str) {
+    if !first {
+        out.push(b',');
+    }
+    out.push(b'"');
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":");
+}
+
+fn opt_str(out: &mut Vec<u8>, value: Option<&str>) {
+    match value {
+        Some(s) => jcs::write_str(s, out),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// The JCS text of the row's fields exactly as the ledger stores them (times in ms, counts as
+/// signed integers), so a row read back hashes as it did when written. Written directly in
+/// JCS key order: a row is hashed on every audited call, and building a JSON map for it cost
+/// more than the HMAC. `tests::the_direct_text_is_the_jcs_of_the_fields` holds it to
+/// `encode` of the same fields as a map.
+fn row_text(record: &AuditRecord, chain: &str, seq: i64, prev_hash: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(512);
+    let o = &mut out;
+    o.push(b'{');
+    key(o, true, "approval_id");
+    opt_str(o, record.approval_id.as_deref());
+    key(o, false, "approval_trail");
+    opt_str(o, record.approval_trail.as_deref());
+    key(o, false, "args_digest");
+    jcs::write_str(&record.args_digest, o);
+    key(o, false, "at");
+    jcs::write_i64(record.at.timestamp_millis(), o);
+    key(o, false, "capability");
+    jcs::write_str(&record.capability, o);
+    key(o, false, "chain");
+    jcs::write_str(chain, o);
+    key(o, false, "client");
+    jcs::write_str(&record.client, o);
+    key(o, false, "decision");
+    jcs::write_str(&record.decision, o);
+    key(o, false, "denied_by");
+    opt_str(o, record.denied_by.as_deref());
+    key(o, false, "duration_us");
+    jcs::write_i64(saturating(record.duration_us), o);
+    key(o, false, "error_code");
+    opt_str(o, record.error_code.as_deref());
+    key(o, false, "outcome");
+    jcs::write_str(&record.outcome, o);
+    key(o, false, "output");
+    match record.output {
+        Some(output) => {
+            o.push(b'{');
+            key(o, true, "bytes");
+            jcs::write_i64(saturating(output.bytes), o);
+            key(o, false, "items");
+            jcs::write_i64(saturating(output.items), o);
+            key(o, false, "truncated");
+            o.extend_from_slice(if output.truncated {
+                b"true}"
+            } else {
+                b"false}"
+            });
+        }
+        None => o.extend_from_slice(b"null"),
+    }
+    key(o, false, "prev_hash");
+    jcs::write_str(prev_hash, o);
+    key(o, false, "role");
+    jcs::write_str(&record.role, o);
+    key(o, false, "rules");
+    jcs::write_str(&record.rules.join(","), o);
+    key(o, false, "seq");
+    jcs::write_i64(seq, o);
+    key(o, false, "session");
+    jcs::write_str(&record.session, o);
+    key(o, false, "tool");
+    jcs::write_str(&record.tool, o);
+    o.push(b'}');
+    out
 }
 
 /// The hash a row gets at `seq` after `prev_hash` in `chain`.
@@ -75,7 +128,7 @@ pub fn row_hash(
     seq: i64,
     prev_hash: &str,
 ) -> String {
-    mac(salt, ROW_DOMAIN, &row_fields(record, chain, seq, prev_hash))
+    mac(salt, ROW_DOMAIN, &row_text(record, chain, seq, prev_hash))
 }
 
 /// The MAC of a chain's head.
@@ -83,7 +136,7 @@ pub fn head_mac(salt: &[u8], chain: &str, seq: i64, hash: &str) -> String {
     mac(
         salt,
         HEAD_DOMAIN,
-        &json!({"chain": chain, "seq": seq, "hash": hash}),
+        &encode(&json!({"chain": chain, "seq": seq, "hash": hash})),
     )
 }
 

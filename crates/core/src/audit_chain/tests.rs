@@ -241,3 +241,113 @@ fn reordered_rows_are_named() {
         ]
     );
 }
+
+/// The fields as a JSON map: how rows were hashed before `row_text` wrote them directly. Rows
+/// written then must keep verifying, so the direct text must be exactly this map's JCS text.
+fn row_fields(record: &AuditRecord, chain: &str, seq: i64, prev_hash: &str) -> serde_json::Value {
+    use serde_json::{Map, Value, json};
+    let mut m = Map::new();
+    let opt = |v: &Option<String>| v.clone().map_or(Value::Null, Value::String);
+    m.insert("at".into(), json!(record.at.timestamp_millis()));
+    m.insert("role".into(), json!(record.role));
+    m.insert("client".into(), json!(record.client));
+    m.insert("tool".into(), json!(record.tool));
+    m.insert("outcome".into(), json!(record.outcome));
+    m.insert("error_code".into(), opt(&record.error_code));
+    m.insert("approval_id".into(), opt(&record.approval_id));
+    m.insert("duration_us".into(), json!(saturating(record.duration_us)));
+    m.insert("args_digest".into(), json!(record.args_digest));
+    m.insert("capability".into(), json!(record.capability));
+    m.insert("session".into(), json!(record.session));
+    m.insert("decision".into(), json!(record.decision));
+    m.insert("rules".into(), json!(record.rules.join(",")));
+    m.insert("denied_by".into(), opt(&record.denied_by));
+    let output = record.output.map_or(Value::Null, |o| {
+        json!({"bytes": saturating(o.bytes), "items": saturating(o.items), "truncated": o.truncated})
+    });
+    m.insert("output".into(), output);
+    m.insert("approval_trail".into(), opt(&record.approval_trail));
+    m.insert("chain".into(), json!(chain));
+    m.insert("seq".into(), json!(seq));
+    m.insert("prev_hash".into(), json!(prev_hash));
+    Value::Object(m)
+}
+
+#[test]
+fn a_row_hashes_as_before_the_direct_text() {
+    // The HMAC over the map's JCS text, as the code before `row_text` computed it.
+    let r = record(7);
+    let text = row_text(&r, "c-fixed", 7, GENESIS);
+    assert_eq!(text, encode(&row_fields(&r, "c-fixed", 7, GENESIS)));
+    let hash = row_hash(SALT, &r, "c-fixed", 7, GENESIS);
+    let mut reference = <Hmac<Sha256> as KeyInit>::new_from_slice(SALT).unwrap();
+    reference.update(ROW_DOMAIN);
+    reference.update(&encode(&row_fields(&r, "c-fixed", 7, GENESIS)));
+    assert_eq!(hash, hex::encode(reference.finalize().into_bytes()));
+}
+
+mod direct_text {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn text() -> impl Strategy<Value = String> {
+        // Quotes, backslashes, control characters, non-ASCII and astral characters.
+        proptest::collection::vec(
+            prop_oneof![
+                Just('"'),
+                Just('\\'),
+                Just('\u{8}'),
+                Just('\u{1f}'),
+                Just('\n'),
+                Just('é'),
+                Just('\u{2028}'),
+                Just('😀'),
+                proptest::char::any(),
+                proptest::char::range('a', 'z'),
+            ],
+            0..12,
+        )
+        .prop_map(|chars| chars.into_iter().collect())
+    }
+
+    fn output() -> impl Strategy<Value = Option<OutputSummary>> {
+        proptest::option::of((any::<u64>(), any::<u64>(), any::<bool>()).prop_map(
+            |(bytes, items, truncated)| OutputSummary {
+                bytes,
+                items,
+                truncated,
+            },
+        ))
+    }
+
+    proptest! {
+        #[test]
+        fn the_direct_text_is_the_jcs_of_the_fields(
+            at in -8_000_000_000_000i64..8_000_000_000_000,
+            (role, client, tool, outcome) in (text(), text(), text(), text()),
+            (error_code, approval_id, denied_by, approval_trail) in (
+                proptest::option::of(text()),
+                proptest::option::of(text()),
+                proptest::option::of(text()),
+                proptest::option::of(text()),
+            ),
+            duration_us in any::<u64>(),
+            (args_digest, capability, session, decision) in (text(), text(), text(), text()),
+            rules in proptest::collection::vec(text(), 0..4),
+            output in output(),
+            (chain, prev_hash) in (text(), text()),
+            seq in any::<i64>(),
+        ) {
+            let record = AuditRecord {
+                at: Utc.timestamp_millis_opt(at).unwrap(),
+                role, client, tool, outcome, error_code, approval_id, duration_us,
+                args_digest, capability, session, decision, rules, denied_by, output,
+                approval_trail,
+            };
+            prop_assert_eq!(
+                row_text(&record, &chain, seq, &prev_hash),
+                encode(&row_fields(&record, &chain, seq, &prev_hash))
+            );
+        }
+    }
+}

@@ -61,9 +61,14 @@ pub fn encode(value: &Value) -> Vec<u8> {
     out
 }
 
+/// Appends an integer as JCS writes it (exact digits, also beyond ±(2^53−1): see the module).
+pub(crate) fn write_i64(i: i64, out: &mut Vec<u8>) {
+    out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
+}
+
 fn write_number(n: &Number, out: &mut Vec<u8>) {
     if let Some(i) = n.as_i64() {
-        out.extend_from_slice(i.to_string().as_bytes());
+        write_i64(i, out);
     } else if let Some(u) = n.as_u64() {
         out.extend_from_slice(u.to_string().as_bytes());
     } else if let Some(f) = n.as_f64()
@@ -81,7 +86,8 @@ fn write_number(n: &Number, out: &mut Vec<u8>) {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-fn write_str(s: &str, out: &mut Vec<u8>) {
+/// Appends `s` as a JCS string (quoted and escaped).
+pub(crate) fn write_str(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;

@@ -22,6 +22,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 use serde_json::{Map, Value, json};
 
+use super::peek::Peek;
 use super::service::Caller;
 
 /// The one body of every 401: it says nothing about why.
@@ -121,43 +122,12 @@ impl Guard {
     }
 }
 
-/// The parts of a JSON-RPC message the guard looks at.
-struct Peek {
-    id: Value,
-    /// The tool name of a `tools/call`.
-    tool: Option<String>,
-    arguments: Value,
-}
-
-impl Peek {
-    fn of(body: &[u8]) -> Option<Peek> {
-        let message: Value = serde_json::from_slice(body).ok()?;
-        let message = message.as_object()?;
-        let is_call = message.get("method").and_then(Value::as_str) == Some("tools/call");
-        let params = message.get("params");
-        Some(Peek {
-            id: message.get("id").cloned().unwrap_or(Value::Null),
-            tool: is_call.then(|| {
-                params
-                    .and_then(|p| p.get("name"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned()
-            }),
-            arguments: params
-                .and_then(|p| p.get("arguments"))
-                .cloned()
-                .unwrap_or_else(|| Value::Object(Map::new())),
-        })
-    }
-
-    /// The audit's tool column: a catalog name, `unknown`, or `-` for a request that is not
-    /// a tool call (never a free-form name).
-    fn audit_tool(&self) -> &'static str {
-        match &self.tool {
-            Some(name) => catalog::lookup(name).map_or("unknown", |e| e.name),
-            None => "-",
-        }
+/// The audit's tool column: a catalog name, `unknown`, or `-` for a request that is not a tool
+/// call (never a free-form name).
+fn audit_tool(peek: &Peek<'_>) -> &'static str {
+    match &peek.tool {
+        Some(name) => catalog::lookup(name).map_or("unknown", |e| e.name),
+        None => "-",
     }
 }
 
@@ -319,7 +289,7 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
         session_label: opened.map(|o| Arc::clone(&o.label)),
     });
     let response = next
-        .run(Request::from_parts(parts, Body::from(bytes)))
+        .run(Request::from_parts(parts, Body::from(bytes.clone())))
         .await;
     match (&session, response.headers().get(SESSION_HEADER)) {
         // A session opened by this request belongs to its client.
@@ -398,17 +368,15 @@ async fn audit_refusal(
     role: Option<Role>,
     client: &str,
     code: &str,
-    peek: Option<&Peek>,
+    peek: Option<&Peek<'_>>,
     headers: &HeaderMap,
     why: Why,
     started: Instant,
 ) {
     let services = guard.gate(role).services();
-    let tool = peek.map_or("-", Peek::audit_tool);
-    let empty = Value::Object(Map::new());
-    let digest = services
-        .auditor
-        .digest(tool, peek.map_or(&empty, |p| &p.arguments));
+    let tool = peek.map_or("-", audit_tool);
+    let arguments = peek.map_or_else(|| Value::Object(Map::new()), Peek::arguments);
+    let digest = services.auditor.digest(tool, &arguments);
     let session = headers
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())

@@ -12,6 +12,7 @@
 //!   are flushed.
 
 mod guard;
+mod peek;
 mod service;
 mod tls;
 
