@@ -1,9 +1,7 @@
 //! Appending a chained batch of audit rows: the rows and the chain's new head, atomically.
 //! Postgres runs it as one statement, one round trip (the rows' insert in a data-modifying
-//! `WITH`, the head's upsert as the statement); SQLite as one multi-statement execution from
-//! `BEGIN IMMEDIATE` to `COMMIT`: one hand-off to the connection's worker thread instead of
-//! four (begin, rows, head, commit). Each hand-off wakes that thread; under `bench/http`'s 64
-//! clients those wake-ups were half the process's context switches.
+//! `WITH`, the head's upsert as the statement); SQLite as two statements in one write
+//! transaction.
 
 use care_core::ledger::{AuditBatch, LedgerError};
 use sqlx::QueryBuilder;
@@ -84,28 +82,23 @@ impl SqliteLedger {
         if batch.rows.is_empty() {
             return Ok(());
         }
-        // SQLite has no data-modifying WITH: the rows and the head are two statements inside
-        // an explicit write transaction, all sent as one execution.
-        let mut conn = self.ready().await?.acquire().await.map_err(db)?;
-        let mut q = QueryBuilder::<sqlx::Sqlite>::new("BEGIN IMMEDIATE; ");
-        push_rows!(q, batch);
-        q.push("; ");
-        push_head!(q, batch);
-        q.push("; COMMIT");
-        let appended = q
-            .build()
+        // SQLite has no data-modifying WITH: the rows and the head are two statements in one
+        // write transaction. Not one multi-statement execution: when a statement of such an
+        // execution fails (a dropped table), sqlx-sqlite 0.9.0 can panic in its worker thread
+        // while resetting it ("There should be an error"), and the pool's one connection then
+        // never answers again (`write_is_refused_when_its_audit_row_cannot_be_written` hung).
+        let mut tx = self.begin_write().await?;
+        let mut rows = QueryBuilder::<sqlx::Sqlite>::new("");
+        push_rows!(rows, batch);
+        rows.build()
             .persistent(reusable(batch))
-            .execute(&mut *conn)
-            .await;
-        if let Err(e) = appended {
-            // Execution stops at the failing statement, inside the transaction it began: end
-            // it here, or the pool's one connection would carry it into the next write. (No
-            // transaction open, when BEGIN itself failed, makes this fail harmlessly.)
-            if let Err(rollback) = sqlx::query("ROLLBACK").execute(&mut *conn).await {
-                tracing::debug!(error = %rollback, "audit append: nothing to roll back");
-            }
-            return Err(db(e));
-        }
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        let mut head = QueryBuilder::<sqlx::Sqlite>::new("");
+        push_head!(head, batch);
+        head.build().execute(&mut *tx).await.map_err(db)?;
+        tx.commit().await.map_err(db)?;
         Ok(())
     }
 }

@@ -91,12 +91,7 @@ impl SqliteLedger {
         } else {
             options
         };
-        // A multi-row insert inside a transaction (every audit batch) keeps a statement
-        // journal, so that a failing row undoes only its statement; in a file, as by default,
-        // it cost a write syscall per page the batch touched (a quarter of the writer's
-        // time under `bench/http`). In memory it is a copy.
         let options = options
-            .pragma("temp_store", "memory")
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
