@@ -1,9 +1,10 @@
 //! Appending a chained batch of audit rows: the rows and the chain's new head, atomically.
-//! Postgres runs it as one statement, one round trip (the rows' insert in a data-modifying
-//! `WITH`, the head's upsert as the statement); SQLite as two statements in one write
-//! transaction.
+//! Postgres runs it as one prepared statement, one round trip (the rows, one array per column,
+//! inserted in a data-modifying `WITH`, the head's upsert as the statement); a SQLite file
+//! ledger on its writer thread (`sqlite_write`), an in-memory one as two statements in one
+//! write transaction.
 
-use care_core::ledger::{AuditBatch, LedgerError};
+use care_core::ledger::{AuditBatch, AuditRecord, LedgerError, OutputSummary};
 use sqlx::QueryBuilder;
 
 use crate::error::db;
@@ -63,13 +64,71 @@ impl PostgresLedger {
         if batch.rows.is_empty() {
             return Ok(());
         }
-        // One statement is one implicit transaction: both parts or neither.
-        let mut q = QueryBuilder::<sqlx::Postgres>::new("WITH appended AS (");
-        push_rows!(q, batch);
-        q.push(") ");
-        push_head!(q, batch);
-        q.build()
-            .persistent(reusable(batch))
+        // One statement is one implicit transaction: both parts or neither. The rows travel
+        // as one array per column, so every batch size is the same prepared statement (a
+        // multi-row VALUES is a new statement per size, parsed and planned on each batch).
+        let rows = &batch.rows;
+        let column =
+            |f: fn(&AuditRecord) -> i64| rows.iter().map(|(r, _)| f(r)).collect::<Vec<_>>();
+        let text = |f: for<'a> fn(&'a AuditRecord) -> &'a str| {
+            rows.iter().map(|(r, _)| f(r)).collect::<Vec<&str>>()
+        };
+        let maybe = |f: for<'a> fn(&'a AuditRecord) -> Option<&'a str>| {
+            rows.iter()
+                .map(|(r, _)| f(r))
+                .collect::<Vec<Option<&str>>>()
+        };
+        let output = |f: fn(OutputSummary) -> i64| {
+            rows.iter()
+                .map(|(r, _)| r.output.map(f))
+                .collect::<Vec<Option<i64>>>()
+        };
+        let rules: Vec<String> = rows.iter().map(|(r, _)| r.rules.join(",")).collect();
+        let head = &batch.head;
+        sqlx::query(sql::APPEND_AUDIT_POSTGRES)
+            .bind(column(|r| millis(r.at)))
+            .bind(text(|r| &r.role))
+            .bind(text(|r| &r.client))
+            .bind(text(|r| &r.tool))
+            .bind(text(|r| &r.outcome))
+            .bind(maybe(|r| r.error_code.as_deref()))
+            .bind(maybe(|r| r.approval_id.as_deref()))
+            .bind(column(|r| rows::duration_us(r.duration_us)))
+            .bind(text(|r| &r.args_digest))
+            .bind(text(|r| &r.capability))
+            .bind(text(|r| &r.session))
+            .bind(text(|r| &r.decision))
+            .bind(&rules)
+            .bind(maybe(|r| r.denied_by.as_deref()))
+            .bind(output(|o| rows::duration_us(o.bytes)))
+            .bind(output(|o| rows::duration_us(o.items)))
+            .bind(
+                rows.iter()
+                    .map(|(r, _)| r.output.map(|o| o.truncated))
+                    .collect::<Vec<_>>(),
+            )
+            .bind(maybe(|r| r.approval_trail.as_deref()))
+            .bind(
+                rows.iter()
+                    .map(|(_, l)| l.chain.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(rows.iter().map(|(_, l)| l.seq).collect::<Vec<_>>())
+            .bind(
+                rows.iter()
+                    .map(|(_, l)| l.prev_hash.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                rows.iter()
+                    .map(|(_, l)| l.hash.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(head.chain.as_str())
+            .bind(millis(head.started_at))
+            .bind(head.seq)
+            .bind(head.hash.as_str())
+            .bind(head.mac.as_str())
             .execute(self.ready().await?)
             .await
             .map_err(db)?;
@@ -81,6 +140,10 @@ impl SqliteLedger {
     pub(crate) async fn audit_append(&self, batch: &AuditBatch) -> Result<(), LedgerError> {
         if batch.rows.is_empty() {
             return Ok(());
+        }
+        if let Some(writer) = self.audit_writer() {
+            self.ready().await?;
+            return writer.append_audit(batch).await;
         }
         // SQLite has no data-modifying WITH: the rows and the head are two statements in one
         // write transaction. Not one multi-statement execution: when a statement of such an

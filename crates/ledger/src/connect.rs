@@ -25,33 +25,19 @@ pub enum ConnectError {
 /// Builds the ledger named by `url` (the value of `DATABASE_URL`; `None` or blank means a
 /// SQLite file at `default_sqlite_path`, parent directories created).
 ///
-/// SQLite is opened and migrated by a background task started here (a failure is logged; calls
-/// retry); call it inside a tokio runtime.
-/// Postgres is not contacted: its pool connects and migrates on first use.
+/// Neither backend is contacted here: each connects (SQLite: opens the file, checks or applies
+/// the migrations) at its first use, so a start pays only for what its first call needs.
 pub async fn connect(
     url: Option<&str>,
     default_sqlite_path: &Path,
 ) -> Result<Arc<dyn Ledger>, ConnectError> {
     let url = url.map(str::trim).filter(|u| !u.is_empty());
     match url {
-        None => open_sqlite(SqliteLedger::open(default_sqlite_path)?).await,
-        Some(u) if u.starts_with("sqlite:") => open_sqlite(SqliteLedger::from_url(u)?).await,
+        None => Ok(Arc::new(SqliteLedger::open(default_sqlite_path)?)),
+        Some(u) if u.starts_with("sqlite:") => Ok(Arc::new(SqliteLedger::from_url(u)?)),
         Some(u) if u.starts_with("postgres://") || u.starts_with("postgresql://") => {
             Ok(Arc::new(PostgresLedger::from_url(u)?))
         }
         Some(_) => Err(ConnectError::UnsupportedScheme),
     }
-}
-
-async fn open_sqlite(ledger: SqliteLedger) -> Result<Arc<dyn Ledger>, ConnectError> {
-    // Creates the file and applies migrations in the background: the server answers
-    // `initialize` and `tools/list` meanwhile, and the first ledger call waits for it.
-    let ledger = Arc::new(ledger);
-    let warm = Arc::clone(&ledger);
-    tokio::spawn(async move {
-        if let Err(e) = warm.ping().await {
-            tracing::warn!(error = %e, "sqlite ledger not ready at start; calls will retry");
-        }
-    });
-    Ok(ledger)
 }

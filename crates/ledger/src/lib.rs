@@ -11,6 +11,8 @@
 //! - `sql`: statement text; the per-backend `Dialect` reads the ledger's own clock.
 //! - `rows`: row records and their conversion to `care_core::ledger` types.
 //! - `sqlite_read`: SQLite's hot reads on the calling thread (rusqlite, its own connection).
+//! - `sqlite_write`: SQLite's per-call writes (audit batches, consume, outcome) on a thread of
+//!   their own (rusqlite, its own connection).
 //! - `sqlite_checkpoint`: SQLite's WAL checkpoints on a thread of their own, off the commit path.
 //! - `rules`: the approval state rules both backends apply (decisions, consume refusals).
 //! - `error`: sqlx errors mapped to `LedgerError`.
@@ -29,6 +31,7 @@ mod sql;
 pub mod sqlite;
 mod sqlite_checkpoint;
 mod sqlite_read;
+mod sqlite_write;
 #[cfg(feature = "test-support")]
 pub mod test_support;
 

@@ -118,6 +118,35 @@ impl PostgresLedger {
             .map_err(db)
     }
 
+    /// The one conditional update behind consume: the row when it won.
+    async fn write_consume(
+        &self,
+        id: &str,
+        action: &str,
+        payload_hash: &str,
+        checked_facts_json: &str,
+    ) -> Result<Option<ApprovalRecord>, LedgerError> {
+        sqlx::query_as(sql::POSTGRES.consume)
+            .bind(id)
+            .bind(action)
+            .bind(payload_hash)
+            .bind(checked_facts_json)
+            .fetch_optional(self.ready().await?)
+            .await
+            .map_err(db)
+    }
+
+    /// Stores a consumed row's outcome; the rows changed (0 or 1).
+    async fn write_outcome(&self, id: &str, outcome_json: String) -> Result<u64, LedgerError> {
+        let done = sqlx::query(sql::POSTGRES.record_outcome)
+            .bind(id)
+            .bind(outcome_json)
+            .execute(self.ready().await?)
+            .await
+            .map_err(db)?;
+        Ok(done.rows_affected())
+    }
+
     /// A transaction for read-then-write sequences; deciders also lock the row they read
     /// (`FOR UPDATE` in the dialect), which serialises them per approval.
     pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, LedgerError> {

@@ -2,7 +2,8 @@
 //! for a backend type that provides `ready()` (the migrated pool), `begin_write()` (a
 //! transaction that serialises deciders: Postgres `BEGIN` plus a row lock, SQLite `BEGIN
 //! IMMEDIATE`), `shutdown()`, the hot reads `read_approval()` and `read_kpi_series()` (SQLite answers them on
-//! the calling thread) and a [`crate::sql::Dialect`]. What differs per backend (connection options,
+//! the calling thread), the per-call writes `write_consume()` and `write_outcome()` (SQLite's
+//! on its writer thread) and a [`crate::sql::Dialect`]. What differs per backend (connection options,
 //! the migration lock, the clock expression) stays in `postgres.rs` / `sqlite.rs` / `sql.rs`.
 
 /// `impl_ledger!(Type, "backend name", DIALECT)`.
@@ -241,15 +242,9 @@ macro_rules! impl_ledger {
                 payload_hash: &str,
                 checked_facts_json: &str,
             ) -> Result<ApprovalRow, ConsumeError> {
-                let pool = self.ready().await?;
-                let won: Option<ApprovalRecord> = sqlx::query_as($dialect.consume)
-                    .bind(id)
-                    .bind(action)
-                    .bind(payload_hash)
-                    .bind(checked_facts_json)
-                    .fetch_optional(pool)
-                    .await
-                    .map_err(db)?;
+                let won = self
+                    .write_consume(id, action, payload_hash, checked_facts_json)
+                    .await?;
                 if let Some(rec) = won {
                     return Ok(rows::approval(rec)?);
                 }
@@ -259,7 +254,7 @@ macro_rules! impl_ledger {
                 if rules::lapsed(&row, now) {
                     sqlx::query($dialect.expire_one)
                         .bind(id)
-                        .execute(pool)
+                        .execute(self.ready().await?)
                         .await
                         .map_err(db)?;
                 }
@@ -277,13 +272,8 @@ macro_rules! impl_ledger {
                 id: &str,
                 outcome: &WriteOutcome,
             ) -> Result<(), LedgerError> {
-                let done = sqlx::query($dialect.record_outcome)
-                    .bind(id)
-                    .bind(rows::outcome_json(outcome)?)
-                    .execute(self.ready().await?)
-                    .await
-                    .map_err(db)?;
-                if done.rows_affected() > 0 {
+                let changed = self.write_outcome(id, rows::outcome_json(outcome)?).await?;
+                if changed > 0 {
                     Ok(())
                 } else if self.approval_exists(id).await? {
                     Err(LedgerError::Conflict(

@@ -221,6 +221,27 @@ pub(crate) const INSERT_AUDIT_ROWS: &str = "INSERT INTO audit \
      capability, session, decision, rules, denied_by, output_bytes, output_items, \
      output_truncated, approval_trail, chain_id, chain_seq, prev_hash, row_hash) ";
 
+/// A batch's rows (one array per column, $1..$22, in `INSERT_AUDIT_ROWS`' order) and its
+/// chain's new head ($23 chain, $24 started_at, $25 seq, $26 hash, $27 MAC) in one statement.
+/// Rows are inserted in array order, so ids follow the chain's sequence.
+pub(crate) const APPEND_AUDIT_POSTGRES: &str = "WITH appended AS (INSERT INTO audit \
+     (at, role, client, tool, outcome, error_code, approval_id, duration_us, args_digest, \
+     capability, session, decision, rules, denied_by, output_bytes, output_items, \
+     output_truncated, approval_trail, chain_id, chain_seq, prev_hash, row_hash) \
+     SELECT at, role, client, tool, outcome, error_code, approval_id, duration_us, args_digest, \
+     capability, session, decision, rules, denied_by, output_bytes, output_items, \
+     output_truncated, approval_trail, chain_id, chain_seq, prev_hash, row_hash \
+     FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], \
+     $7::TEXT[], $8::BIGINT[], $9::TEXT[], $10::TEXT[], $11::TEXT[], $12::TEXT[], $13::TEXT[], \
+     $14::TEXT[], $15::BIGINT[], $16::BIGINT[], $17::BOOLEAN[], $18::TEXT[], $19::TEXT[], \
+     $20::BIGINT[], $21::TEXT[], $22::TEXT[]) WITH ORDINALITY AS r(at, role, client, tool, \
+     outcome, error_code, approval_id, duration_us, args_digest, capability, session, decision, \
+     rules, denied_by, output_bytes, output_items, output_truncated, approval_trail, chain_id, \
+     chain_seq, prev_hash, row_hash, ord) ORDER BY ord) \
+     INSERT INTO audit_chains (chain_id, started_at, head_seq, head_hash, head_mac) \
+     VALUES ($23, $24, $25, $26, $27) ON CONFLICT (chain_id) DO UPDATE SET \
+     head_seq = excluded.head_seq, head_hash = excluded.head_hash, head_mac = excluded.head_mac";
+
 /// Followed by the values (chain, started_at, head seq, head hash, head MAC) and
 /// [`ON_CHAIN_HEAD_CONFLICT`].
 pub(crate) const INSERT_CHAIN_HEAD: &str =

@@ -28,6 +28,7 @@ use crate::rows::{
 };
 use crate::sqlite_checkpoint::{self, Checkpointer};
 use crate::sqlite_read::Reader;
+use crate::sqlite_write::Writer;
 use crate::{rules, sql};
 
 static MIGRATOR: Migrator = sqlx::migrate!("../../migrations/sqlite");
@@ -46,6 +47,8 @@ pub struct SqliteLedger {
     migrated: OnceCell<()>,
     /// The hot reads' own connection (a file ledger only; `:memory:` is per connection).
     reader: Option<Reader>,
+    /// The per-call writes' own connection and thread (a file ledger only).
+    writer: Option<Writer>,
     /// WAL checkpoints on a thread of their own (a file ledger only).
     checkpointer: Option<Checkpointer>,
 }
@@ -82,6 +85,7 @@ impl SqliteLedger {
             PathBuf::from(name)
         });
         let reader = on_disk.then(|| Reader::new(file.to_path_buf()));
+        let writer = on_disk.then(|| Writer::new(file.to_path_buf()));
         let checkpointer = on_disk.then(|| Checkpointer::new(file.to_path_buf()));
         let options = if on_disk {
             options.pragma(
@@ -114,6 +118,7 @@ impl SqliteLedger {
             migrate_lock,
             migrated: OnceCell::new(),
             reader,
+            writer,
             checkpointer,
         })
     }
@@ -122,6 +127,12 @@ impl SqliteLedger {
     pub(crate) async fn ready(&self) -> Result<&SqlitePool, LedgerError> {
         self.migrated
             .get_or_try_init(|| async {
+                if self.migrations_current() {
+                    if let Some(checkpointer) = &self.checkpointer {
+                        checkpointer.start();
+                    }
+                    return Ok(());
+                }
                 // Role processes may open a fresh file at once, and SQLite gives sqlx's migrator
                 // no lock of its own: an exclusive lock on a sibling file lets one process
                 // migrate while the others wait, then find everything applied.
@@ -139,10 +150,27 @@ impl SqliteLedger {
         Ok(&self.pool)
     }
 
-    /// Closes the writer, then the checkpoint thread (after a last checkpoint), then the reader:
-    /// the last connection of the last process to close removes the WAL file.
+    /// Every migration this build embeds is applied, unchanged, and nothing else: read on the
+    /// reader's connection (a file ledger), which every call's first read opens anyway.
+    fn migrations_current(&self) -> bool {
+        let Some(reader) = &self.reader else {
+            return false;
+        };
+        let expected: Vec<(i64, &[u8])> = MIGRATOR
+            .iter()
+            .filter(|m| !m.migration_type.is_down_migration())
+            .map(|m| (m.version, m.checksum.as_ref()))
+            .collect();
+        reader.migrations_current(&expected)
+    }
+
+    /// Closes the writers, then the checkpoint thread (after a last checkpoint), then the
+    /// reader: the last connection of the last process to close removes the WAL file.
     async fn shutdown(&self) {
         self.pool.close().await;
+        if let Some(writer) = &self.writer {
+            writer.stop().await;
+        }
         if let Some(checkpointer) = &self.checkpointer {
             checkpointer.stop().await;
         }
@@ -194,6 +222,57 @@ impl SqliteLedger {
                 .await
                 .map_err(db),
         }
+    }
+
+    /// The one conditional update behind consume: the row when it won.
+    async fn write_consume(
+        &self,
+        id: &str,
+        action: &str,
+        payload_hash: &str,
+        checked_facts_json: &str,
+    ) -> Result<Option<ApprovalRecord>, LedgerError> {
+        let pool = self.ready().await?;
+        match &self.writer {
+            Some(writer) => {
+                writer
+                    .consume(id, action, payload_hash, checked_facts_json)
+                    .await
+            }
+            None => sqlx::query_as(sql::SQLITE.consume)
+                .bind(id)
+                .bind(action)
+                .bind(payload_hash)
+                .bind(checked_facts_json)
+                .fetch_optional(pool)
+                .await
+                .map_err(db),
+        }
+    }
+
+    /// Stores a consumed row's outcome; the rows changed (0 or 1).
+    async fn write_outcome(&self, id: &str, outcome_json: String) -> Result<u64, LedgerError> {
+        let pool = self.ready().await?;
+        match &self.writer {
+            Some(writer) => writer
+                .record_outcome(id, outcome_json)
+                .await
+                .map(|n| n as u64),
+            None => {
+                let done = sqlx::query(sql::SQLITE.record_outcome)
+                    .bind(id)
+                    .bind(outcome_json)
+                    .execute(pool)
+                    .await
+                    .map_err(db)?;
+                Ok(done.rows_affected())
+            }
+        }
+    }
+
+    /// The audit batch on the writer thread (a file ledger), else on sqlx's connection.
+    pub(crate) fn audit_writer(&self) -> Option<&Writer> {
+        self.writer.as_ref()
     }
 
     /// A transaction that takes the write lock at once: a deferred one that read first could

@@ -15,6 +15,10 @@ use crate::clients::{CLIENT_BY_KEY, ClientRecord};
 use crate::rows::{ApprovalRecord, KpiSeriesRecord};
 use crate::sql;
 
+/// sqlx's record of applied migrations, in its order.
+const APPLIED_MIGRATIONS: &str =
+    "SELECT version, success, checksum FROM _sqlx_migrations ORDER BY version";
+
 /// How long a read waits when the file is locked for recovery (never for an ordinary writer).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -88,6 +92,34 @@ impl Reader {
         conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.set_prepared_statement_cache_capacity(16);
         Ok(conn)
+    }
+
+    /// Whether the file holds exactly `expected` (version, checksum) as applied migrations, all
+    /// successful: then sqlx's migrator would find nothing to do, and its connection, its lock
+    /// and its five statements are spared. Anything else (no file, no table, a failed, missing,
+    /// changed or unknown migration) is false, and the migrator decides.
+    pub(crate) fn migrations_current(&self, expected: &[(i64, &[u8])]) -> bool {
+        let applied = self.with(|conn| {
+            conn.prepare_cached(APPLIED_MIGRATIONS)?
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, bool>(1)?,
+                        r.get::<_, Vec<u8>>(2)?,
+                    ))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        });
+        let Ok(applied) = applied else {
+            return false;
+        };
+        applied.len() == expected.len()
+            && applied
+                .iter()
+                .zip(expected)
+                .all(|((version, success, checksum), (v, c))| {
+                    *success && version == v && checksum.as_slice() == *c
+                })
     }
 
     pub(crate) fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, LedgerError> {

@@ -132,15 +132,7 @@ impl NostrChannel {
     ) -> Result<Self, NostrError> {
         let keys = Keys::parse(settings.secret_key.expose_secret().trim())
             .map_err(|_| NostrError::SecretKey)?;
-        let relays = settings
-            .relays
-            .iter()
-            .enumerate()
-            .map(|(i, url)| RelayUrl::parse(url).map_err(|_| NostrError::RelayUrl(i + 1)))
-            .collect::<Result<Vec<_>, _>>()?;
-        if relays.is_empty() {
-            return Err(NostrError::Missing("CARE_NOSTR_RELAYS".into()));
-        }
+        let relays = Self::check_relays(&settings.relays)?;
         // The signer answers NIP-42 AUTH challenges of relays that require it. Nothing here
         // reads the pool's notifications (the listener reads each relay's own), so that channel
         // is kept tiny: its default 4,096 preallocated slots were a quarter of the process's
@@ -165,6 +157,19 @@ impl NostrChannel {
                 started_at: Timestamp::now(),
             }),
         })
+    }
+
+    /// The relay URLs parsed as the pool takes them: at least one, each well-formed.
+    pub fn check_relays(urls: &[String]) -> Result<Vec<RelayUrl>, NostrError> {
+        let relays = urls
+            .iter()
+            .enumerate()
+            .map(|(i, url)| RelayUrl::parse(url).map_err(|_| NostrError::RelayUrl(i + 1)))
+            .collect::<Result<Vec<_>, _>>()?;
+        if relays.is_empty() {
+            return Err(NostrError::Missing("CARE_NOSTR_RELAYS".into()));
+        }
+        Ok(relays)
     }
 
     /// Adds the relays, starts one listener per relay, connects in the background and

@@ -19,6 +19,8 @@
 //! - [`health`]: whether the live subscription can be trusted, per relay.
 //! - [`listener`]: the live subscription tasks (one per relay).
 //! - [`channel`]: [`NostrChannel`], the `ApprovalChannel` implementation.
+//! - [`deferred`]: [`DeferredChannel`], a serving role's channel, built and connected after
+//!   the process has started answering.
 //! - [`publish`]: one-shot publishing for the CLI (`care-mcp approvals approve|reject`).
 //! - [`keys`]: key files and key generation for approvers.
 //! - `relay` (feature `relay`): an in-process relay for tests and the sandbox.
@@ -26,6 +28,7 @@
 pub mod apply;
 pub mod card;
 pub mod channel;
+pub mod deferred;
 pub mod error;
 pub mod evidence;
 pub mod fetch;
@@ -40,6 +43,7 @@ pub mod relay;
 pub mod settings;
 
 pub use channel::NostrChannel;
+pub use deferred::DeferredChannel;
 pub use error::NostrError;
 pub use settings::{ChannelOptions, ChannelSettings, NostrSettings};
 

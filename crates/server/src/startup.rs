@@ -224,7 +224,7 @@ pub async fn build_gate(role: Role) -> Result<Gate, StartError> {
     let services = Services::new(Arc::clone(&config), Arc::clone(&ledger), &salt)
         .with_policy(nostr.policy())
         .with_scanner(OutboundScanner::new(secrets));
-    let services = Arc::new(crate::approval_channel::attach(services, channel).await?);
+    let services = Arc::new(crate::approval_channel::attach(services, channel)?);
 
     let registered = registrar.finish(&services);
     let mut handlers = registered.handlers;

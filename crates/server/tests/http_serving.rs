@@ -159,6 +159,8 @@ fn missing_unknown_and_revoked_tokens_get_one_fixed_401_and_an_audit_row() {
         assert_eq!(answer.status, 401, "{answer:?}");
         bodies.insert(answer.body);
         assert_eq!(raw.post(Some(&other), &[], &batch).await.status, 400);
+        let huge = call_body(9, "kpi_report", json!({"note": "x".repeat(5 << 20)}));
+        assert_eq!(raw.post(Some(&other), &[], &huge).await.status, 413);
         server.wait_for_audit(|a| {
             a["client"] == "unauthenticated"
                 && a["error_code"] == "UNAUTHENTICATED"
@@ -202,6 +204,43 @@ fn missing_unknown_and_revoked_tokens_get_one_fixed_401_and_an_audit_row() {
     // Every call that reached a tool names its client; denials are in the ledger too.
     let list = run_once(sandbox.command().args(["clients", "list"]), None);
     assert!(list.stdout().contains("agent-a"), "{}", list.stdout());
+}
+
+/// A caller without a token cannot make the server wait for (or hold) a large body: a request
+/// that announces 3 MiB (under the 4 MiB limit of authenticated calls) and sends 1 KiB, or one
+/// that announces nothing (chunked) and sends 64 KiB, gets its 401 at once. Read body-first,
+/// the server would wait for the rest.
+#[test]
+fn an_unauthenticated_body_is_not_waited_for() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let sandbox = Sandbox::new();
+    let server = HttpServer::start(&sandbox, &["lead"], &[]);
+    let chunk = format!("{:x}\r\n{}\r\n", 64 << 10, " ".repeat(64 << 10));
+    for (framing, sent) in [
+        (format!("Content-Length: {}", 3 << 20), " ".repeat(1024)),
+        ("Transfer-Encoding: chunked".to_owned(), chunk),
+    ] {
+        rt().block_on(async {
+            let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+            let head = format!(
+                "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\n{framing}\r\n\r\n",
+                server.addr,
+            );
+            tcp.write_all(head.as_bytes()).await.unwrap();
+            tcp.write_all(sent.as_bytes()).await.unwrap();
+            let mut answer = vec![0u8; 4096];
+            let read = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut answer))
+                .await
+                .unwrap_or_else(|_| panic!("{framing}: no answer while the body was unsent"))
+                .unwrap();
+            let answer = String::from_utf8_lossy(&answer[..read]);
+            assert!(answer.starts_with("HTTP/1.1 401"), "{framing}: {answer}");
+            assert!(answer.contains("{\"error\":\"unauthorized\"}"), "{answer}");
+        });
+    }
+    server.wait_for_audit(|a| a["error_code"] == "UNAUTHENTICATED" && a["tool"] == "-");
 }
 
 #[test]

@@ -32,6 +32,9 @@ pub const FORBIDDEN_BODY: &str = "{\"error\":\"forbidden\"}";
 const UNAVAILABLE_BODY: &str = "{\"error\":\"ledger unavailable\"}";
 /// Larger bodies are refused before parsing (rmcp's own limit is the same 4 MiB).
 const MAX_BODY: usize = 4 * 1024 * 1024;
+/// What is read of an unauthenticated request's body: enough to name the tool in the audit
+/// row of an ordinary call; a larger body is not read, and its row names no tool.
+const UNAUTHENTICATED_READ: usize = 16 * 1024;
 
 /// Audit codes of refusals that never reach a tool (the caller sees only the HTTP status).
 const UNAUTHENTICATED: &str = "UNAUTHENTICATED";
@@ -134,11 +137,24 @@ fn audit_tool(peek: &Peek<'_>) -> &'static str {
 pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let (mut parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
-        return (StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large").into_response();
+    // The token before the body: a caller without a valid one makes the server read no more
+    // than a small peek's worth (for the audit row's tool), never the 4 MiB a client may send.
+    let authenticated = authenticate(&guard, &parts.headers).await;
+    let bytes = if authenticated.is_ok() {
+        match axum::body::to_bytes(body, MAX_BODY).await {
+            Ok(bytes) => bytes,
+            Err(_) => return (StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large").into_response(),
+        }
+    } else if announced_length(&parts.headers).is_some_and(|n| n > UNAUTHENTICATED_READ) {
+        // Announced larger than a peek: not waited for at all.
+        Bytes::new()
+    } else {
+        axum::body::to_bytes(body, UNAUTHENTICATED_READ)
+            .await
+            .unwrap_or_default()
     };
     let peek = Peek::of(&bytes);
-    let client = match authenticate(&guard, &parts.headers).await {
+    let client = match authenticated {
         Ok(client) => client,
         Err(refusal) => {
             let (role, name, code, status, body, rule) = match &refusal {
@@ -332,6 +348,16 @@ enum Refusal {
     Unknown,
     Revoked(ClientRow),
     Unavailable,
+}
+
+/// The request's `Content-Length`, when it has a readable one.
+fn announced_length(headers: &HeaderMap) -> Option<usize> {
+    headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
 }
 
 async fn authenticate(guard: &Guard, headers: &HeaderMap) -> Result<ClientRow, Refusal> {

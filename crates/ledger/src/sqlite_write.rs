@@ -1,0 +1,306 @@
+//! SQLite's per-call writes on a thread of their own, over a connection of its own (rusqlite,
+//! like `sqlite_read`): the audit trail's batches, the consume and the outcome it leads to.
+//! Through sqlx each statement of a transaction is a hand-off to the connection's worker thread
+//! and back (an audit batch took four: begin, rows, head, commit), each a cross-CPU wake-up on a
+//! small machine; here a whole job is one hand-off, and the answer comes back on a oneshot.
+//! The rarer writes (approvals, decisions, KPI and CSAT rows, tickets, client windows) stay on
+//! sqlx's connection; when the two meet, SQLite's busy handler makes one wait for the other.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use care_core::ledger::{AuditBatch, LedgerError};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use tokio::sync::oneshot;
+
+use crate::rows::{self, ApprovalRecord, millis};
+use crate::sql;
+use crate::sqlite_checkpoint::BACKSTOP_PAGES;
+
+/// How long a write waits for another connection's write lock (the same as sqlx's side).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// SQLite's statements run on this thread's stack: far below the default 2 MiB, above what a
+/// prepared insert or update needs.
+const STACK: usize = 512 * 1024;
+
+/// One audit row's insert, executed once per row inside the batch's transaction.
+const INSERT_AUDIT_ROW: &str = "INSERT INTO audit (at, role, client, tool, outcome, error_code, approval_id, duration_us, \
+     args_digest, capability, session, decision, rules, denied_by, output_bytes, output_items, \
+     output_truncated, approval_trail, chain_id, chain_seq, prev_hash, row_hash) VALUES \
+     (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
+     ?21, ?22)";
+
+/// The chain head's upsert.
+const UPSERT_CHAIN_HEAD: &str = "INSERT INTO audit_chains \
+     (chain_id, started_at, head_seq, head_hash, head_mac) VALUES (?1, ?2, ?3, ?4, ?5) \
+     ON CONFLICT (chain_id) DO UPDATE SET head_seq = excluded.head_seq, \
+     head_hash = excluded.head_hash, head_mac = excluded.head_mac";
+
+type Reply<T> = oneshot::Sender<Result<T, LedgerError>>;
+
+/// What the thread is asked to do.
+enum Job {
+    /// The rows and the head in one write transaction.
+    Audit(Box<AuditBatch>, Reply<()>),
+    /// The one conditional update; the row when it won.
+    Consume {
+        id: String,
+        action: String,
+        payload_hash: String,
+        checked_facts_json: String,
+        reply: Reply<Option<ApprovalRecord>>,
+    },
+    /// Rows changed by the outcome's update (0 or 1).
+    Outcome {
+        id: String,
+        outcome_json: String,
+        reply: Reply<usize>,
+    },
+}
+
+/// The writer thread, started at the first write (after migrations) and again if it is gone.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    path: PathBuf,
+    running: Mutex<Option<(Sender<Job>, JoinHandle<()>)>>,
+}
+
+impl Writer {
+    pub(crate) fn new(path: PathBuf) -> Self {
+        Writer {
+            path,
+            running: Mutex::new(None),
+        }
+    }
+
+    pub(crate) async fn append_audit(&self, batch: &AuditBatch) -> Result<(), LedgerError> {
+        let (reply, answer) = oneshot::channel();
+        self.submit(Job::Audit(Box::new(batch.clone()), reply))?;
+        receive(answer).await
+    }
+
+    pub(crate) async fn consume(
+        &self,
+        id: &str,
+        action: &str,
+        payload_hash: &str,
+        checked_facts_json: &str,
+    ) -> Result<Option<ApprovalRecord>, LedgerError> {
+        let (reply, answer) = oneshot::channel();
+        self.submit(Job::Consume {
+            id: id.to_owned(),
+            action: action.to_owned(),
+            payload_hash: payload_hash.to_owned(),
+            checked_facts_json: checked_facts_json.to_owned(),
+            reply,
+        })?;
+        receive(answer).await
+    }
+
+    pub(crate) async fn record_outcome(
+        &self,
+        id: &str,
+        outcome_json: String,
+    ) -> Result<usize, LedgerError> {
+        let (reply, answer) = oneshot::channel();
+        self.submit(Job::Outcome {
+            id: id.to_owned(),
+            outcome_json,
+            reply,
+        })?;
+        receive(answer).await
+    }
+
+    /// Hands `job` to the thread, starting it if it is not running (or has died).
+    fn submit(&self, job: Job) -> Result<(), LedgerError> {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let job = match running.as_ref() {
+            Some((jobs, _)) => match jobs.send(job) {
+                Ok(()) => return Ok(()),
+                Err(mpsc::SendError(job)) => job,
+            },
+            None => job,
+        };
+        let (jobs, queue) = mpsc::channel();
+        let path = self.path.clone();
+        let thread = std::thread::Builder::new()
+            .name("sqlite-writer".to_owned())
+            .stack_size(STACK)
+            .spawn(move || run(&path, &queue))
+            .map_err(|e| LedgerError::Unavailable(format!("sqlite writer thread: {e}")))?;
+        jobs.send(job)
+            .map_err(|_| LedgerError::Unavailable("sqlite writer stopped".to_owned()))?;
+        *running = Some((jobs, thread));
+        Ok(())
+    }
+
+    /// Finishes the queued jobs, closes the connection and waits for the thread.
+    pub(crate) async fn stop(&self) {
+        let taken = self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some((jobs, thread)) = taken {
+            drop(jobs);
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
+    }
+}
+
+async fn receive<T>(answer: oneshot::Receiver<Result<T, LedgerError>>) -> Result<T, LedgerError> {
+    answer
+        .await
+        .unwrap_or_else(|_| Err(LedgerError::Unavailable("sqlite writer stopped".to_owned())))
+}
+
+fn run(path: &Path, queue: &Receiver<Job>) {
+    let mut conn: Option<Connection> = None;
+    while let Ok(job) = queue.recv() {
+        let opened = match conn.take() {
+            Some(c) => Ok(c),
+            None => open(path),
+        };
+        let c = match opened {
+            Ok(c) => c,
+            Err(e) => {
+                refuse(job, &e);
+                continue;
+            }
+        };
+        // A failed statement drops the connection: the next job starts from a fresh one.
+        if perform(&c, job) {
+            conn = Some(c);
+        }
+    }
+}
+
+/// Runs `job` and answers it; false when it failed.
+fn perform(conn: &Connection, job: Job) -> bool {
+    match job {
+        Job::Audit(batch, reply) => answer(reply, append(conn, &batch)),
+        Job::Consume {
+            id,
+            action,
+            payload_hash,
+            checked_facts_json,
+            reply,
+        } => answer(
+            reply,
+            conn.prepare_cached(sql::SQLITE.consume).and_then(|mut s| {
+                // By name: SQLite numbers `$n` parameters in order of appearance, not by n.
+                s.query_row(
+                    rusqlite::named_params! {
+                        "$1": id, "$2": action, "$3": payload_hash, "$4": checked_facts_json,
+                    },
+                    ApprovalRecord::from_sqlite,
+                )
+                .optional()
+            }),
+        ),
+        Job::Outcome {
+            id,
+            outcome_json,
+            reply,
+        } => answer(
+            reply,
+            conn.prepare_cached(sql::SQLITE.record_outcome)
+                .and_then(|mut s| {
+                    s.execute(rusqlite::named_params! { "$1": id, "$2": outcome_json })
+                }),
+        ),
+    }
+}
+
+fn answer<T>(reply: Reply<T>, result: rusqlite::Result<T>) -> bool {
+    let ok = result.is_ok();
+    // A caller that stopped waiting changes nothing: the write is done or failed either way.
+    let _ = reply.send(result.map_err(unavailable));
+    ok
+}
+
+fn refuse(job: Job, e: &rusqlite::Error) {
+    match job {
+        Job::Audit(_, reply) => {
+            let _ = reply.send(Err(unavailable_ref(e)));
+        }
+        Job::Consume { reply, .. } => {
+            let _ = reply.send(Err(unavailable_ref(e)));
+        }
+        Job::Outcome { reply, .. } => {
+            let _ = reply.send(Err(unavailable_ref(e)));
+        }
+    }
+}
+
+/// The rows and the chain's new head, both or neither (the transaction rolls back on drop).
+fn append(conn: &Connection, batch: &AuditBatch) -> rusqlite::Result<()> {
+    let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+    {
+        let mut insert = tx.prepare_cached(INSERT_AUDIT_ROW)?;
+        for (r, link) in &batch.rows {
+            let output = r.output;
+            insert.execute(rusqlite::params![
+                millis(r.at),
+                r.role,
+                r.client,
+                r.tool,
+                r.outcome,
+                r.error_code,
+                r.approval_id,
+                rows::duration_us(r.duration_us),
+                r.args_digest,
+                r.capability,
+                r.session,
+                r.decision,
+                r.rules.join(","),
+                r.denied_by,
+                output.map(|o| rows::duration_us(o.bytes)),
+                output.map(|o| rows::duration_us(o.items)),
+                output.map(|o| o.truncated),
+                r.approval_trail,
+                link.chain,
+                link.seq,
+                link.prev_hash,
+                link.hash,
+            ])?;
+        }
+        let head = &batch.head;
+        tx.prepare_cached(UPSERT_CHAIN_HEAD)?
+            .execute(rusqlite::params![
+                head.chain,
+                millis(head.started_at),
+                head.seq,
+                head.hash,
+                head.mac,
+            ])?;
+    }
+    tx.commit()
+}
+
+fn open(path: &Path) -> rusqlite::Result<Connection> {
+    // The file exists and is migrated: the sqlx pool created it before any write came here.
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // The settings of sqlx's writer connection (`SqliteLedger::from_options`).
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.pragma_update(None, "wal_autocheckpoint", BACKSTOP_PAGES)?;
+    conn.set_prepared_statement_cache_capacity(8);
+    Ok(conn)
+}
+
+fn unavailable(e: rusqlite::Error) -> LedgerError {
+    unavailable_ref(&e)
+}
+
+fn unavailable_ref(e: &rusqlite::Error) -> LedgerError {
+    LedgerError::Unavailable(e.to_string())
+}
