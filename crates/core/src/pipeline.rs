@@ -399,11 +399,16 @@ impl<T: ExternalWriteTool> ExternalWrite<T> {
             rules: decision::passed_so_far(),
             ..AuditRecord::default()
         };
-        if let Err(e) = self.services.auditor.record_now(&intent).await {
+        // The row's read does not depend on the intent's commit, so the two overlap (one
+        // round trip less on the write's path); nothing below runs before both are done.
+        let (recorded, row) = tokio::join!(
+            self.services.auditor.record_now(&intent),
+            self.visible_row(ctx, approval_id)
+        );
+        if let Err(e) = recorded {
             return (Err(ledger_error(e)), None);
         }
-
-        let row = match self.visible_row(ctx, approval_id).await {
+        let row = match row {
             Ok(Some(row)) => row,
             Ok(None) => return (Err(ToolError::new(ErrorCode::NotFound)), None),
             Err(e) => return (Err(e), None),
