@@ -23,6 +23,7 @@ mod audit_store;
 mod clients;
 mod connect;
 mod error;
+mod ledger_thread;
 pub mod postgres;
 mod rows;
 mod rules;

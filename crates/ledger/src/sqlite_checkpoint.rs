@@ -5,12 +5,13 @@
 //! blocks them), every [`EVERY`]; the writer's own threshold stays as a backstop.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Mutex, PoisonError};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
+
+use crate::ledger_thread::{self, Running};
 
 /// How often the thread checkpoints.
 const EVERY: Duration = Duration::from_millis(200);
@@ -24,7 +25,7 @@ const STACK: usize = 256 * 1024;
 #[derive(Debug)]
 pub(crate) struct Checkpointer {
     path: PathBuf,
-    running: Mutex<Option<(Sender<()>, JoinHandle<()>)>>,
+    running: Running<()>,
 }
 
 impl Checkpointer {
@@ -56,15 +57,7 @@ impl Checkpointer {
 
     /// Stops the thread after a last checkpoint and waits for it.
     pub(crate) async fn stop(&self) {
-        let taken = self
-            .running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some((stop, thread)) = taken {
-            drop(stop);
-            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
-        }
+        ledger_thread::stop(&self.running).await;
     }
 }
 

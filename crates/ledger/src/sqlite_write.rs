@@ -7,15 +7,15 @@
 //! sqlx's connection; when the two meet, SQLite's busy handler makes one wait for the other.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver};
 use std::sync::{Mutex, PoisonError};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use care_core::ledger::{AuditBatch, LedgerError};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use tokio::sync::oneshot;
 
+use crate::ledger_thread::{self, Running};
 use crate::rows::{self, ApprovalRecord, millis};
 use crate::sql;
 use crate::sqlite_checkpoint::BACKSTOP_PAGES;
@@ -66,7 +66,7 @@ enum Job {
 #[derive(Debug)]
 pub(crate) struct Writer {
     path: PathBuf,
-    running: Mutex<Option<(Sender<Job>, JoinHandle<()>)>>,
+    running: Running<Job>,
 }
 
 impl Writer {
@@ -140,15 +140,7 @@ impl Writer {
 
     /// Finishes the queued jobs, closes the connection and waits for the thread.
     pub(crate) async fn stop(&self) {
-        let taken = self
-            .running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some((jobs, thread)) = taken {
-            drop(jobs);
-            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
-        }
+        ledger_thread::stop(&self.running).await;
     }
 }
 
