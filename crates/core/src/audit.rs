@@ -16,7 +16,7 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::audit_chain::Chain;
 use crate::canonical::audit_digest;
-use crate::ledger::{AuditBatch, AuditRecord, Ledger, LedgerError};
+use crate::ledger::{AuditBatch, AuditRecord, Durability, Ledger, LedgerError};
 
 /// Most rows stored in one transaction: bounds a batch's statement size (SQLite's parameter
 /// limit) and the wait of a `record_now` queued behind a burst.
@@ -99,17 +99,24 @@ impl Auditor {
                     .send(Queued::Record(Box::new(record.clone()), None))
                     .is_ok() => {}
             _ => {
-                let _ = self.writer.append(vec![record.clone()]).await;
+                let _ = self
+                    .writer
+                    .append(vec![record.clone()], Durability::Flushed)
+                    .await;
             }
         }
     }
 
-    /// Emits the stderr line and stores the row before returning: for records that must exist
-    /// before the action they announce.
+    /// Emits the stderr line and commits the row before returning: for records that must exist
+    /// before the action they announce. The caller's next durable commit to the ledger (the
+    /// consume) makes it durable, if its own commit did not ([`Durability::BeforeNextCommit`]).
     pub async fn record_now(&self, record: &AuditRecord) -> Result<(), LedgerError> {
         log_line(record);
         let Some(queue) = &self.queue else {
-            return self.writer.append(vec![record.clone()]).await;
+            return self
+                .writer
+                .append(vec![record.clone()], Durability::BeforeNextCommit)
+                .await;
         };
         let (ack, stored) = oneshot::channel();
         if queue
@@ -143,13 +150,18 @@ impl Auditor {
 impl Writer {
     /// Appends `records` to the chain in one transaction; the chain moves only if it
     /// committed, so a failed batch leaves no gap (its rows stay on stderr).
-    async fn append(&self, records: Vec<AuditRecord>) -> Result<(), LedgerError> {
+    async fn append(
+        &self,
+        records: Vec<AuditRecord>,
+        durability: Durability,
+    ) -> Result<(), LedgerError> {
         let mut chain = self.chain.lock().await;
         let (links, head) = chain.links(&self.salt, &records);
         let count = records.len();
         let batch = AuditBatch {
             rows: records.into_iter().zip(links).collect(),
             head,
+            durability,
         };
         match self.ledger.append_audit(&batch).await {
             Ok(()) => {
@@ -198,7 +210,18 @@ async fn write_queued(writer: Arc<Writer>, mut rx: mpsc::UnboundedReceiver<Queue
             }
         }
         if !records.is_empty() {
-            let stored = writer.append(records).await.map_err(|e| e.to_string());
+            // A batch someone waits for holds an intent row, and what that caller does next
+            // is the consume: a durable commit to the same ledger, which makes this one durable
+            // too (Durability::BeforeNextCommit). Ordinary batches are flushed as they commit.
+            let durability = if acks.is_empty() {
+                Durability::Flushed
+            } else {
+                Durability::BeforeNextCommit
+            };
+            let stored = writer
+                .append(records, durability)
+                .await
+                .map_err(|e| e.to_string());
             for ack in acks {
                 let _ = ack.send(stored.clone());
             }

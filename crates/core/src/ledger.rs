@@ -422,6 +422,21 @@ pub struct ChainHead {
 pub struct AuditBatch {
     pub rows: Vec<(AuditRecord, ChainLink)>,
     pub head: ChainHead,
+    pub durability: Durability,
+}
+
+/// When an audit batch's commit must be on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Before the append returns: every ordinary batch.
+    #[default]
+    Flushed,
+    /// Committed (visible to every reader) before the append returns, and on disk no later
+    /// than the caller's next durable commit to the same ledger: the intent row an external
+    /// write's consume follows. A backend whose commits are ordered on one log (Postgres's
+    /// WAL: flushing a commit flushes every commit before it) may skip this batch's own
+    /// flush; any other backend flushes it as usual.
+    BeforeNextCommit,
 }
 
 /// Which audit rows `audit_rows` returns.

@@ -1,10 +1,12 @@
 //! Appending a chained batch of audit rows: the rows and the chain's new head, atomically.
 //! Postgres runs it as one prepared statement, one round trip (the rows, one array per column,
-//! inserted in a data-modifying `WITH`, the head's upsert as the statement); a SQLite file
+//! inserted in a data-modifying `WITH`, the head's upsert as the statement), and commits a
+//! batch an external write waits for without waiting for its flush (the consume's flush
+//! covers it: `sql::APPEND_AUDIT_POSTGRES_BEFORE_NEXT_COMMIT`); a SQLite file
 //! ledger on its writer thread (`sqlite_write`), an in-memory one as two statements in one
 //! write transaction.
 
-use care_core::ledger::{AuditBatch, AuditRecord, LedgerError, OutputSummary};
+use care_core::ledger::{AuditBatch, AuditRecord, Durability, LedgerError, OutputSummary};
 use sqlx::QueryBuilder;
 
 use crate::error::db;
@@ -85,7 +87,11 @@ impl PostgresLedger {
         };
         let rules: Vec<String> = rows.iter().map(|(r, _)| r.rules.join(",")).collect();
         let head = &batch.head;
-        sqlx::query(sql::APPEND_AUDIT_POSTGRES)
+        let statement = match batch.durability {
+            Durability::Flushed => sql::APPEND_AUDIT_POSTGRES,
+            Durability::BeforeNextCommit => sql::APPEND_AUDIT_POSTGRES_BEFORE_NEXT_COMMIT,
+        };
+        sqlx::query(statement)
             .bind(column(|r| millis(r.at)))
             .bind(text(|r| &r.role))
             .bind(text(|r| &r.client))
@@ -129,7 +135,7 @@ impl PostgresLedger {
             .bind(head.seq)
             .bind(head.hash.as_str())
             .bind(head.mac.as_str())
-            .execute(self.ready().await?)
+            .execute(self.audit_ready().await?)
             .await
             .map_err(db)?;
         Ok(())

@@ -33,9 +33,19 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
 /// A pooled connection idle this long is pinged before use.
 const IDLE_BEFORE_PING: Duration = Duration::from_millis(200);
 
+/// Connections for calls: reads, consumes, decisions.
+const CALL_CONNECTIONS: u32 = 8;
+
+/// Connections for audit batches. A process's audit writer appends one batch at a time; a
+/// second connection serves a second auditor (tests) or a batch that overlaps a
+/// reconnection. Kept apart from the calls' pool so an intent row never queues behind
+/// busy call connections (8 concurrent writes held all 8 while their intents waited).
+const AUDIT_CONNECTIONS: u32 = 2;
+
 #[derive(Debug)]
 pub struct PostgresLedger {
     pool: PgPool,
+    audit_pool: PgPool,
     /// Set once migrations have run; left unset after a failure so the next call retries.
     migrated: OnceCell<()>,
 }
@@ -49,27 +59,12 @@ impl PostgresLedger {
         Ok(Self::from_options(options))
     }
 
-    /// Builds the ledger without connecting; the pool connects on first use.
+    /// Builds the ledger without connecting; the pools connect on first use.
     pub fn from_options(options: PgConnectOptions) -> Self {
-        let pool = PgPoolOptions::new()
-            .max_connections(8)
-            .min_connections(0)
-            // A ping before every statement doubles the round trips of a busy session, so
-            // only a connection that sat idle is pinged: after an outage it is found dead
-            // here and replaced, instead of failing the first call after recovery.
-            .test_before_acquire(false)
-            .before_acquire(|conn, meta| {
-                Box::pin(async move {
-                    if meta.idle_for >= IDLE_BEFORE_PING {
-                        sqlx::Connection::ping(conn).await?;
-                    }
-                    Ok(true)
-                })
-            })
-            .acquire_timeout(ACQUIRE_TIMEOUT)
-            .connect_lazy_with(options.application_name("care-mcp"));
+        let options = options.application_name("care-mcp");
         Self {
-            pool,
+            pool: lazy_pool(CALL_CONNECTIONS, options.clone()),
+            audit_pool: lazy_pool(AUDIT_CONNECTIONS, options),
             migrated: OnceCell::new(),
         }
     }
@@ -82,8 +77,15 @@ impl PostgresLedger {
         Ok(&self.pool)
     }
 
+    /// The audit batches' pool, once migrations are applied.
+    pub(crate) async fn audit_ready(&self) -> Result<&PgPool, LedgerError> {
+        self.ready().await?;
+        Ok(&self.audit_pool)
+    }
+
     async fn shutdown(&self) {
         self.pool.close().await;
+        self.audit_pool.close().await;
     }
 
     async fn read_approval(&self, id: &str) -> Result<Option<ApprovalRecord>, LedgerError> {
@@ -152,6 +154,27 @@ impl PostgresLedger {
     pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, LedgerError> {
         self.ready().await?.begin().await.map_err(db)
     }
+}
+
+/// A pool that connects on first use, holding up to `max` connections.
+fn lazy_pool(max: u32, options: PgConnectOptions) -> PgPool {
+    PgPoolOptions::new()
+        .max_connections(max)
+        .min_connections(0)
+        // A ping before every statement doubles the round trips of a busy session, so
+        // only a connection that sat idle is pinged: after an outage it is found dead
+        // here and replaced, instead of failing the first call after recovery.
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= IDLE_BEFORE_PING {
+                    sqlx::Connection::ping(conn).await?;
+                }
+                Ok(true)
+            })
+        })
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .connect_lazy_with(options)
 }
 
 crate::audit_store::impl_audit_store!(PostgresLedger);

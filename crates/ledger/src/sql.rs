@@ -223,24 +223,51 @@ pub(crate) const INSERT_AUDIT_ROWS: &str = "INSERT INTO audit \
 
 /// A batch's rows (one array per column, $1..$22, in `INSERT_AUDIT_ROWS`' order) and its
 /// chain's new head ($23 chain, $24 started_at, $25 seq, $26 hash, $27 MAC) in one statement.
-/// Rows are inserted in array order, so ids follow the chain's sequence.
-pub(crate) const APPEND_AUDIT_POSTGRES: &str = "WITH appended AS (INSERT INTO audit \
-     (at, role, client, tool, outcome, error_code, approval_id, duration_us, args_digest, \
-     capability, session, decision, rules, denied_by, output_bytes, output_items, \
-     output_truncated, approval_trail, chain_id, chain_seq, prev_hash, row_hash) \
-     SELECT at, role, client, tool, outcome, error_code, approval_id, duration_us, args_digest, \
-     capability, session, decision, rules, denied_by, output_bytes, output_items, \
-     output_truncated, approval_trail, chain_id, chain_seq, prev_hash, row_hash \
-     FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], \
-     $7::TEXT[], $8::BIGINT[], $9::TEXT[], $10::TEXT[], $11::TEXT[], $12::TEXT[], $13::TEXT[], \
-     $14::TEXT[], $15::BIGINT[], $16::BIGINT[], $17::BOOLEAN[], $18::TEXT[], $19::TEXT[], \
-     $20::BIGINT[], $21::TEXT[], $22::TEXT[]) WITH ORDINALITY AS r(at, role, client, tool, \
-     outcome, error_code, approval_id, duration_us, args_digest, capability, session, decision, \
-     rules, denied_by, output_bytes, output_items, output_truncated, approval_trail, chain_id, \
-     chain_seq, prev_hash, row_hash, ord) ORDER BY ord) \
-     INSERT INTO audit_chains (chain_id, started_at, head_seq, head_hash, head_mac) \
-     VALUES ($23, $24, $25, $26, $27) ON CONFLICT (chain_id) DO UPDATE SET \
-     head_seq = excluded.head_seq, head_hash = excluded.head_hash, head_mac = excluded.head_mac";
+/// Rows are inserted in array order, so ids follow the chain's sequence. `$first` is an extra
+/// leading `WITH` entry (or nothing), `$head` where the head's values come from.
+macro_rules! append_audit_postgres {
+    ($first:literal, $head:literal) => {
+        concat!(
+            "WITH ",
+            $first,
+            "appended AS (INSERT INTO audit \
+             (at, role, client, tool, outcome, error_code, approval_id, duration_us, args_digest, \
+             capability, session, decision, rules, denied_by, output_bytes, output_items, \
+             output_truncated, approval_trail, chain_id, chain_seq, prev_hash, row_hash) \
+             SELECT at, role, client, tool, outcome, error_code, approval_id, duration_us, \
+             args_digest, capability, session, decision, rules, denied_by, output_bytes, \
+             output_items, output_truncated, approval_trail, chain_id, chain_seq, prev_hash, \
+             row_hash \
+             FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], \
+             $6::TEXT[], $7::TEXT[], $8::BIGINT[], $9::TEXT[], $10::TEXT[], $11::TEXT[], \
+             $12::TEXT[], $13::TEXT[], $14::TEXT[], $15::BIGINT[], $16::BIGINT[], \
+             $17::BOOLEAN[], $18::TEXT[], $19::TEXT[], $20::BIGINT[], $21::TEXT[], $22::TEXT[]) \
+             WITH ORDINALITY AS r(at, role, client, tool, outcome, error_code, approval_id, \
+             duration_us, args_digest, capability, session, decision, rules, denied_by, \
+             output_bytes, output_items, output_truncated, approval_trail, chain_id, chain_seq, \
+             prev_hash, row_hash, ord) ORDER BY ord) \
+             INSERT INTO audit_chains (chain_id, started_at, head_seq, head_hash, head_mac) ",
+            $head,
+            " ON CONFLICT (chain_id) DO UPDATE SET head_seq = excluded.head_seq, \
+             head_hash = excluded.head_hash, head_mac = excluded.head_mac"
+        )
+    };
+}
+
+/// An ordinary batch: its commit returns once it is on disk.
+pub(crate) const APPEND_AUDIT_POSTGRES: &str =
+    append_audit_postgres!("", "VALUES ($23, $24, $25, $26, $27)");
+
+/// A batch holding an intent row ([`care_core::ledger::Durability::BeforeNextCommit`]): the
+/// statement's own transaction commits without waiting for its WAL flush (`set_config(…, true)`
+/// is `SET LOCAL`: this transaction only), so the row is committed and visible at once, and
+/// the consume's commit, which does wait, flushes the WAL up to itself and so past this
+/// commit. Nothing goes out before that flush. The head's values are selected from the
+/// setting's row, so the setting is evaluated whatever the planner does.
+pub(crate) const APPEND_AUDIT_POSTGRES_BEFORE_NEXT_COMMIT: &str = append_audit_postgres!(
+    "unflushed AS (SELECT set_config('synchronous_commit', 'off', true)), ",
+    "SELECT $23::TEXT, $24::BIGINT, $25::BIGINT, $26::TEXT, $27::TEXT FROM unflushed"
+);
 
 /// Followed by the values (chain, started_at, head seq, head hash, head MAC) and
 /// [`ON_CHAIN_HEAD_CONFLICT`].

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use care_core::audit_chain::{self, Chain};
-use care_core::ledger::{AuditBatch, AuditQuery, AuditRecord, Ledger};
+use care_core::ledger::{AuditBatch, AuditQuery, AuditRecord, Durability, Ledger};
 use care_ledger::test_support::{execute, fresh_postgres_db, temp_sqlite};
 use chrono::{TimeZone, Utc};
 
@@ -41,6 +41,7 @@ async fn append(l: &dyn Ledger, chain: &mut Chain, records: &[AuditRecord]) -> b
     let batch = AuditBatch {
         rows: records.iter().cloned().zip(links).collect(),
         head,
+        durability: Durability::Flushed,
     };
     let stored = l.append_audit(&batch).await.is_ok();
     if stored {

@@ -15,6 +15,7 @@ mod logging;
 mod sandbox;
 mod startup;
 mod stdio;
+mod stdio_awake;
 mod stdio_fds;
 
 use std::process::ExitCode;

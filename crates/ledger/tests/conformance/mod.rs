@@ -12,8 +12,8 @@ use care_core::audit_chain::Chain;
 use care_core::canonical::HashEncoding;
 use care_core::ledger::{
     ApprovalStatus, AuditBatch, AuditQuery, AuditRecord, ConsumeError, CsatEntry, DecideError,
-    Decision, KpiEntry, Ledger, LedgerError, NewApproval, NewDecision, StoredAudit, SupportChannel,
-    Ticket, WriteOutcome,
+    Decision, Durability, KpiEntry, Ledger, LedgerError, NewApproval, NewDecision, StoredAudit,
+    SupportChannel, Ticket, WriteOutcome,
 };
 use chrono::{DateTime, Duration, TimeZone, Utc};
 
@@ -801,6 +801,7 @@ async fn append(l: &dyn Ledger, chain: &mut Chain, records: &[AuditRecord]) {
     let batch = AuditBatch {
         rows: records.iter().cloned().zip(links).collect(),
         head,
+        durability: Durability::Flushed,
     };
     l.append_audit(&batch).await.unwrap();
     chain.advance(&batch.head);

@@ -12,6 +12,7 @@ use rmcp::ServiceExt;
 
 use crate::handler::CareServer;
 use crate::startup::{StartError, build_gate};
+use crate::stdio_awake::{self, Activity, Marked};
 use crate::{stdio, stdio_fds};
 
 /// How long a stop waits for external writes in flight: an upstream request's timeout (10 s),
@@ -25,7 +26,12 @@ pub async fn run(role: Role) -> Result<ExitCode, StartError> {
     let ledger = Arc::clone(&gate.services().ledger);
     let server = CareServer::new(Arc::clone(&gate));
     let (stdin, stdout) = stdio_fds::stdin_stdout();
-    let pipes = stdio::filtered(stdin, stdout);
+    let activity = Activity::new();
+    let pipes = stdio::filtered(
+        Marked::new(stdin, &activity),
+        Marked::new(stdout, &activity),
+    );
+    let awake = tokio::spawn(stdio_awake::keep_awake(activity));
     let running = match server.serve((pipes.to_rmcp, pipes.from_rmcp)).await {
         Ok(running) => running,
         Err(err) => {
@@ -56,6 +62,7 @@ pub async fn run(role: Role) -> Result<ExitCode, StartError> {
     };
     // Everything rmcp wrote reaches stdout, and every audit row the ledger, before exit.
     let _ = pipes.writer.await;
+    awake.abort();
     auditor.flush().await;
     ledger.close().await;
     match ended {
