@@ -159,8 +159,12 @@ fn missing_unknown_and_revoked_tokens_get_one_fixed_401_and_an_audit_row() {
         assert_eq!(answer.status, 401, "{answer:?}");
         bodies.insert(answer.body);
         assert_eq!(raw.post(Some(&other), &[], &batch).await.status, 400);
+        // On a client of its own: the server answers 413 without reading the rest of the body
+        // and closes that connection, and a pooled client could pick the closing connection
+        // for its next request (hyper's IncompleteMessage, seen in CI).
         let huge = call_body(9, "kpi_report", json!({"note": "x".repeat(5 << 20)}));
-        assert_eq!(raw.post(Some(&other), &[], &huge).await.status, 413);
+        let oversized = Raw::new(&server).post(Some(&other), &[], &huge).await;
+        assert_eq!(oversized.status, 413);
         server.wait_for_audit(|a| {
             a["client"] == "unauthenticated"
                 && a["error_code"] == "UNAUTHENTICATED"
