@@ -1,12 +1,17 @@
 //! Throwaway databases for tests (feature `test-support`): a fresh Postgres database per test,
 //! created through `CARE_TEST_DATABASE_URL` and dropped with its guard, and a SQLite file in a
-//! temporary directory. Tests may run in parallel: every database has a random name.
+//! temporary directory. Tests may run in parallel: every database has a random name. Also an
+//! approved approval row, ready to consume.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::Command;
 use std::str::FromStr;
 
+use care_core::approvals::{ApproverKey, RowPolicy};
+use care_core::canonical::HashEncoding;
+use care_core::ledger::{Decision, Ledger, NewApproval, NewDecision};
+use chrono::TimeDelta;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{AssertSqlSafe, ConnectOptions, Connection, PgConnection};
 
@@ -294,6 +299,48 @@ impl Drop for ThrowawayCluster {
             .command("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"])
             .output();
     }
+}
+
+/// Stores approval `id` for `action` and `payload_hash` (checked facts `{}`, ten minutes to
+/// live, one throwaway approver) and approves it: a row ready to consume.
+pub async fn approved_approval(
+    ledger: &dyn Ledger,
+    id: &str,
+    action: &str,
+    payload_hash: &str,
+) -> Result<(), String> {
+    let approver = ApproverKey::from_hex(&"11".repeat(32)).ok_or("the throwaway approver key")?;
+    let now = ledger.clock().await.map_err(|e| e.to_string())?;
+    ledger
+        .create_approval(&NewApproval {
+            id: id.to_owned(),
+            action: action.to_owned(),
+            arguments_json: "{}".to_owned(),
+            payload_hash: payload_hash.to_owned(),
+            requested_by_role: "mail".to_owned(),
+            requested_by_client: "test".to_owned(),
+            reason: None,
+            created_at: now,
+            expires_at: now + TimeDelta::minutes(10),
+            hash_encoding: HashEncoding::Jcs,
+            policy: RowPolicy::new(vec![approver.clone()], 1),
+            checked_facts_json: "{}".to_owned(),
+            card_event_id: None,
+            card_text: None,
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    let approval = NewDecision {
+        approval_id: id.to_owned(),
+        approver,
+        decision: Decision::Approve,
+        evidence: "{}".to_owned(),
+    };
+    ledger
+        .record_decision(&approval, &RowPolicy::new(Vec::new(), 1))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -10,56 +10,17 @@ use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use care_core::approvals::{ApproverKey, RowPolicy};
 use care_core::audit::Auditor;
 use care_core::audit_chain;
-use care_core::canonical::HashEncoding;
-use care_core::ledger::{AuditQuery, AuditRecord, Decision, Ledger, NewApproval, NewDecision};
-use care_ledger::test_support::fresh_postgres_db;
-use chrono::{TimeDelta, Utc};
+use care_core::ledger::{AuditQuery, AuditRecord, Ledger};
+use care_ledger::test_support::{approved_approval, fresh_postgres_db};
+use chrono::Utc;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection, PgConnection};
 
 const SALT: &[u8] = b"sk-demo-intent-durability-salt";
 const ACTION: &str = "mail_send";
 const HASH: &str = "5e1d000000000000000000000000000000000000000000000000000000000002";
-
-fn approver() -> ApproverKey {
-    ApproverKey::from_hex(&"22".repeat(32)).unwrap()
-}
-
-async fn approved(ledger: &dyn Ledger, id: &str) {
-    let now = ledger.clock().await.unwrap();
-    ledger
-        .create_approval(&NewApproval {
-            id: id.to_owned(),
-            action: ACTION.to_owned(),
-            arguments_json: "{}".to_owned(),
-            payload_hash: HASH.to_owned(),
-            requested_by_role: "mail".to_owned(),
-            requested_by_client: "durability".to_owned(),
-            reason: None,
-            created_at: now,
-            expires_at: now + TimeDelta::minutes(10),
-            hash_encoding: HashEncoding::Jcs,
-            policy: RowPolicy::new(vec![approver()], 1),
-            checked_facts_json: "{}".to_owned(),
-            card_event_id: None,
-            card_text: None,
-        })
-        .await
-        .unwrap();
-    let decision = NewDecision {
-        approval_id: id.to_owned(),
-        approver: approver(),
-        decision: Decision::Approve,
-        evidence: "{}".to_owned(),
-    };
-    ledger
-        .record_decision(&decision, &RowPolicy::new(Vec::new(), 1))
-        .await
-        .unwrap();
-}
 
 fn record(outcome: &str, approval_id: Option<&str>) -> AuditRecord {
     AuditRecord {
@@ -120,7 +81,9 @@ async fn an_intent_is_visible_at_once_and_on_disk_once_its_consume_returns() {
     let mut watch = observer(&url).await;
     for round in 0..20 {
         let id = format!("durable-{round}");
-        approved(ledger.as_ref(), &id).await;
+        approved_approval(ledger.as_ref(), &id, ACTION, HASH)
+            .await
+            .unwrap();
         // An ordinary row queued just before shares the intent's batch (or the one before).
         auditor.record(&record("ok", None)).await;
         auditor

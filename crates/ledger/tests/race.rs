@@ -7,10 +7,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use care_core::approvals::{ApproverKey, RowPolicy};
-use care_core::canonical::HashEncoding;
-use care_core::ledger::{ApprovalStatus, ConsumeError, Decision, NewApproval, NewDecision};
-use care_ledger::test_support::{fresh_postgres_db, temp_sqlite};
+use care_core::ledger::{ApprovalStatus, ConsumeError};
+use care_ledger::test_support::{approved_approval, fresh_postgres_db, temp_sqlite};
 use chrono::{TimeDelta, Utc};
 
 const PROCESSES: usize = 2;
@@ -69,35 +67,8 @@ async fn race(url: &str) {
     let ledger = care_ledger::connect(Some(url), Path::new("/nonexistent/unused.db"))
         .await
         .unwrap();
-    let now = ledger.clock().await.unwrap();
     let id = format!("race-{}", uuid::Uuid::new_v4().simple());
-    ledger
-        .create_approval(&NewApproval {
-            id: id.clone(),
-            action: ACTION.to_owned(),
-            arguments_json: "{}".to_owned(),
-            payload_hash: HASH.to_owned(),
-            requested_by_role: "mail".to_owned(),
-            requested_by_client: "race".to_owned(),
-            reason: None,
-            created_at: now,
-            expires_at: now + TimeDelta::minutes(10),
-            hash_encoding: HashEncoding::Jcs,
-            policy: RowPolicy::new(vec![approver()], 1),
-            checked_facts_json: "{}".to_owned(),
-            card_event_id: None,
-            card_text: None,
-        })
-        .await
-        .unwrap();
-    let approval = NewDecision {
-        approval_id: id.clone(),
-        approver: approver(),
-        decision: Decision::Approve,
-        evidence: "{}".to_owned(),
-    };
-    ledger
-        .record_decision(&approval, &RowPolicy::new(Vec::new(), 1))
+    approved_approval(ledger.as_ref(), &id, ACTION, HASH)
         .await
         .unwrap();
 
@@ -151,9 +122,4 @@ async fn consume_race_across_processes_sqlite() {
 async fn consume_race_across_processes_postgres() {
     let (url, _db) = fresh_postgres_db().await;
     race(&url).await;
-}
-
-/// A throwaway approver key (secret `0x11…11`).
-fn approver() -> ApproverKey {
-    ApproverKey::from_hex(&"11".repeat(32)).unwrap()
 }
