@@ -2,6 +2,7 @@
 //! use, so the server starts and lists tools while Postgres is down; calls answer
 //! `Unavailable` until it returns, then recover without a restart.
 
+use std::net::IpAddr;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use care_core::ledger::{
 };
 use chrono::{DateTime, Utc};
 use sqlx::migrate::Migrator;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgSslMode};
 use sqlx::{Postgres, Transaction};
 use tokio::sync::OnceCell;
 
@@ -60,7 +61,11 @@ impl PostgresLedger {
         let options = PgConnectOptions::from_str(url).map_err(|_| ConnectError::InvalidUrl {
             backend: "postgres",
         })?;
-        Ok(Self::from_options(options))
+        let ssl_mode_given = names_ssl_mode(url) || std::env::var_os("PGSSLMODE").is_some();
+        Ok(Self::from_options(plaintext_on_loopback(
+            options,
+            ssl_mode_given,
+        )))
     }
 
     /// Builds the ledger without connecting; the pools connect on first use.
@@ -160,6 +165,37 @@ impl PostgresLedger {
     }
 }
 
+/// A Postgres on this host, reached over loopback or a Unix socket, is spoken to without TLS
+/// unless the URL (or `PGSSLMODE`) names an `sslmode`: such traffic never leaves the kernel,
+/// and sqlx's default (`prefer`, which verifies nothing) cost every statement a TLS record
+/// each way (ledger benchmark on loopback: consume path 439–522 → 399–450 µs p50, 8 workers
+/// 5,057–5,538 → 5,794–6,327/s). Any other host keeps sqlx's default.
+fn plaintext_on_loopback(options: PgConnectOptions, ssl_mode_given: bool) -> PgConnectOptions {
+    let host = options
+        .get_host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let local = options.get_socket().is_some()
+        || host.starts_with('/')
+        || host.eq_ignore_ascii_case("localhost")
+        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if local && !ssl_mode_given {
+        options.ssl_mode(PgSslMode::Disable)
+    } else {
+        options
+    }
+}
+
+/// Whether a URL's query names an `sslmode` (sqlx also reads `ssl-mode`).
+fn names_ssl_mode(url: &str) -> bool {
+    url.split_once('?').is_some_and(|(_, query)| {
+        query.split('&').any(|pair| {
+            let key = pair.split('=').next().unwrap_or_default();
+            key.eq_ignore_ascii_case("sslmode") || key.eq_ignore_ascii_case("ssl-mode")
+        })
+    })
+}
+
 /// `lent` connections lent one statement at a time, over a lazy pool that also holds
 /// `transactions` more.
 fn leases(lent: u32, transactions: u32, options: PgConnectOptions) -> Leases {
@@ -194,3 +230,63 @@ fn lazy_pool(max: u32, options: PgConnectOptions) -> PgPool {
 
 crate::audit_store::impl_audit_store!(PostgresLedger);
 crate::shared::impl_ledger!(PostgresLedger, "postgres", sql::POSTGRES);
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use sqlx::postgres::{PgConnectOptions, PgSslMode};
+
+    use super::{names_ssl_mode, plaintext_on_loopback};
+
+    fn mode(url: &str) -> PgSslMode {
+        let options = PgConnectOptions::from_str(url).unwrap_or_else(|_| PgConnectOptions::new());
+        plaintext_on_loopback(options, names_ssl_mode(url)).get_ssl_mode()
+    }
+
+    #[test]
+    fn loopback_without_a_named_sslmode_is_plaintext() {
+        for url in [
+            "postgres://care@127.0.0.1:5432/care",
+            "postgres://care@127.3.4.5/care",
+            "postgres://care@localhost/care",
+            "postgres://care@[::1]:5432/care",
+            "postgres://care@%2Fvar%2Frun%2Fpostgresql/care",
+        ] {
+            assert!(matches!(mode(url), PgSslMode::Disable), "{url}");
+        }
+    }
+
+    #[test]
+    fn a_named_sslmode_or_another_host_is_left_alone() {
+        assert!(matches!(
+            mode("postgres://care@127.0.0.1/care?sslmode=require"),
+            PgSslMode::Require
+        ));
+        assert!(matches!(
+            mode("postgres://care@localhost/care?application_name=x&sslmode=verify-full"),
+            PgSslMode::VerifyFull
+        ));
+        // "prefer" named on purpose stays "prefer", even on loopback.
+        assert!(matches!(
+            mode("postgres://care@127.0.0.1/care?sslmode=prefer"),
+            PgSslMode::Prefer
+        ));
+        for url in [
+            "postgres://care@care-mcp-postgres.care-mcp.svc:5432/care",
+            "postgres://care@10.0.0.7/care",
+            "postgres://care@[2001:db8::1]/care",
+        ] {
+            assert!(!matches!(mode(url), PgSslMode::Disable), "{url}");
+        }
+    }
+
+    #[test]
+    fn only_the_query_can_name_an_sslmode() {
+        assert!(names_ssl_mode("postgres://h/db?sslmode=disable"));
+        assert!(names_ssl_mode("postgres://h/db?x=1&SSLMODE=require"));
+        assert!(names_ssl_mode("postgres://h/db?ssl-mode=require"));
+        assert!(!names_ssl_mode("postgres://sslmode@h/sslmode"));
+        assert!(!names_ssl_mode("postgres://h/db?application_name=sslmode"));
+    }
+}
