@@ -21,7 +21,6 @@ use tokio::sync::OnceCell;
 use crate::clients::{CLIENT_BY_KEY, ClientRecord};
 use crate::connect::ConnectError;
 use crate::error::{db, migrate};
-use crate::pg_leases::Leases;
 use crate::rows::{
     self, ApprovalRecord, AwaitingRecord, CsatCountRecord, DecisionRecord, KpiSeriesRecord, millis,
 };
@@ -35,11 +34,8 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
 /// A pooled connection idle this long is pinged before use.
 const IDLE_BEFORE_PING: Duration = Duration::from_millis(200);
 
-/// Connections lent to calls' single statements: reads, consumes, outcomes.
+/// Connections for calls: reads, consumes, decisions.
 const CALL_CONNECTIONS: u32 = 8;
-
-/// Connections for calls' transactions (decisions, approvals, clients), beyond those lent.
-const TRANSACTION_CONNECTIONS: u32 = 2;
 
 /// Connections for audit batches. A process's audit writer appends one batch at a time; a
 /// second connection serves a second auditor (tests) or a batch that overlaps a
@@ -49,8 +45,8 @@ const AUDIT_CONNECTIONS: u32 = 2;
 
 #[derive(Debug)]
 pub struct PostgresLedger {
-    calls: Leases,
-    audit: Leases,
+    pool: PgPool,
+    audit_pool: PgPool,
     /// Set once migrations have run; left unset after a failure so the next call retries.
     migrated: OnceCell<()>,
 }
@@ -72,29 +68,29 @@ impl PostgresLedger {
     pub fn from_options(options: PgConnectOptions) -> Self {
         let options = options.application_name("care-mcp");
         Self {
-            calls: leases(CALL_CONNECTIONS, TRANSACTION_CONNECTIONS, options.clone()),
-            audit: leases(AUDIT_CONNECTIONS, 0, options),
+            pool: lazy_pool(CALL_CONNECTIONS, options.clone()),
+            audit_pool: lazy_pool(AUDIT_CONNECTIONS, options),
             migrated: OnceCell::new(),
         }
     }
 
-    /// The calls' connections, once migrations are applied.
-    pub(crate) async fn ready(&self) -> Result<&Leases, LedgerError> {
+    /// The pool, once migrations are applied.
+    pub(crate) async fn ready(&self) -> Result<&PgPool, LedgerError> {
         self.migrated
-            .get_or_try_init(|| async { MIGRATOR.run(self.calls.pool()).await.map_err(migrate) })
+            .get_or_try_init(|| async { MIGRATOR.run(&self.pool).await.map_err(migrate) })
             .await?;
-        Ok(&self.calls)
+        Ok(&self.pool)
     }
 
-    /// The audit batches' connections, once migrations are applied.
-    pub(crate) async fn audit_ready(&self) -> Result<&Leases, LedgerError> {
+    /// The audit batches' pool, once migrations are applied.
+    pub(crate) async fn audit_ready(&self) -> Result<&PgPool, LedgerError> {
         self.ready().await?;
-        Ok(&self.audit)
+        Ok(&self.audit_pool)
     }
 
     async fn shutdown(&self) {
-        self.calls.close().await;
-        self.audit.close().await;
+        self.pool.close().await;
+        self.audit_pool.close().await;
     }
 
     async fn read_approval(&self, id: &str) -> Result<Option<ApprovalRecord>, LedgerError> {
@@ -161,7 +157,7 @@ impl PostgresLedger {
     /// A transaction for read-then-write sequences; deciders also lock the row they read
     /// (`FOR UPDATE` in the dialect), which serialises them per approval.
     pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, LedgerError> {
-        self.ready().await?.pool().begin().await.map_err(db)
+        self.ready().await?.begin().await.map_err(db)
     }
 }
 
@@ -194,17 +190,6 @@ fn names_ssl_mode(url: &str) -> bool {
             key.eq_ignore_ascii_case("sslmode") || key.eq_ignore_ascii_case("ssl-mode")
         })
     })
-}
-
-/// `lent` connections lent one statement at a time, over a lazy pool that also holds
-/// `transactions` more.
-fn leases(lent: u32, transactions: u32, options: PgConnectOptions) -> Leases {
-    Leases::new(
-        lazy_pool(lent + transactions, options),
-        lent as usize,
-        ACQUIRE_TIMEOUT,
-        IDLE_BEFORE_PING,
-    )
 }
 
 /// A pool that connects on first use, holding up to `max` connections.
