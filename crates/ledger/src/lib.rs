@@ -5,6 +5,7 @@
 //! - [`connect`]: picks the backend from `DATABASE_URL` (SQLite file by default).
 //! - [`postgres`] / [`sqlite`]: the two ledgers; each applies its migrations lazily, so a
 //!   database that is down at start only makes calls fail (`Unavailable`) until it returns.
+//! - `pg_leases`: Postgres connections lent per statement, without sqlx's ping on return.
 //! - `clients`: the HTTP clients and their sliding call windows (`care_core::clients::ClientStore`).
 //! - `shared`: the `Ledger` implementation both backends expand, written once.
 //! - `audit_store`: the audit trail's chained batch append and the operators' reads.
@@ -24,6 +25,7 @@ mod clients;
 mod connect;
 mod error;
 mod ledger_thread;
+mod pg_leases;
 pub mod postgres;
 mod rows;
 mod rules;

@@ -21,6 +21,7 @@ use tokio::sync::OnceCell;
 use crate::clients::{CLIENT_BY_KEY, ClientRecord};
 use crate::connect::ConnectError;
 use crate::error::{db, migrate};
+use crate::pg_leases::Leases;
 use crate::rows::{
     self, ApprovalRecord, AwaitingRecord, CsatCountRecord, DecisionRecord, KpiSeriesRecord, millis,
 };
@@ -34,8 +35,11 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
 /// A pooled connection idle this long is pinged before use.
 const IDLE_BEFORE_PING: Duration = Duration::from_millis(200);
 
-/// Connections for calls: reads, consumes, decisions.
+/// Connections lent to calls' single statements: reads, consumes, outcomes.
 const CALL_CONNECTIONS: u32 = 8;
+
+/// Connections for calls' transactions (decisions, approvals, clients), beyond those lent.
+const TRANSACTION_CONNECTIONS: u32 = 2;
 
 /// Connections for audit batches. A process's audit writer appends one batch at a time; a
 /// second connection serves a second auditor (tests) or a batch that overlaps a
@@ -45,8 +49,8 @@ const AUDIT_CONNECTIONS: u32 = 2;
 
 #[derive(Debug)]
 pub struct PostgresLedger {
-    pool: PgPool,
-    audit_pool: PgPool,
+    calls: Leases,
+    audit: Leases,
     /// Set once migrations have run; left unset after a failure so the next call retries.
     migrated: OnceCell<()>,
 }
@@ -68,29 +72,29 @@ impl PostgresLedger {
     pub fn from_options(options: PgConnectOptions) -> Self {
         let options = options.application_name("care-mcp");
         Self {
-            pool: lazy_pool(CALL_CONNECTIONS, options.clone()),
-            audit_pool: lazy_pool(AUDIT_CONNECTIONS, options),
+            calls: leases(CALL_CONNECTIONS, TRANSACTION_CONNECTIONS, options.clone()),
+            audit: leases(AUDIT_CONNECTIONS, 0, options),
             migrated: OnceCell::new(),
         }
     }
 
-    /// The pool, once migrations are applied.
-    pub(crate) async fn ready(&self) -> Result<&PgPool, LedgerError> {
+    /// The calls' connections, once migrations are applied.
+    pub(crate) async fn ready(&self) -> Result<&Leases, LedgerError> {
         self.migrated
-            .get_or_try_init(|| async { MIGRATOR.run(&self.pool).await.map_err(migrate) })
+            .get_or_try_init(|| async { MIGRATOR.run(self.calls.pool()).await.map_err(migrate) })
             .await?;
-        Ok(&self.pool)
+        Ok(&self.calls)
     }
 
-    /// The audit batches' pool, once migrations are applied.
-    pub(crate) async fn audit_ready(&self) -> Result<&PgPool, LedgerError> {
+    /// The audit batches' connections, once migrations are applied.
+    pub(crate) async fn audit_ready(&self) -> Result<&Leases, LedgerError> {
         self.ready().await?;
-        Ok(&self.audit_pool)
+        Ok(&self.audit)
     }
 
     async fn shutdown(&self) {
-        self.pool.close().await;
-        self.audit_pool.close().await;
+        self.calls.close().await;
+        self.audit.close().await;
     }
 
     async fn read_approval(&self, id: &str) -> Result<Option<ApprovalRecord>, LedgerError> {
@@ -157,7 +161,7 @@ impl PostgresLedger {
     /// A transaction for read-then-write sequences; deciders also lock the row they read
     /// (`FOR UPDATE` in the dialect), which serialises them per approval.
     pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, LedgerError> {
-        self.ready().await?.begin().await.map_err(db)
+        self.ready().await?.pool().begin().await.map_err(db)
     }
 }
 
@@ -189,6 +193,17 @@ fn names_ssl_mode(url: &str) -> bool {
             key.eq_ignore_ascii_case("sslmode") || key.eq_ignore_ascii_case("ssl-mode")
         })
     })
+}
+
+/// `lent` connections lent one statement at a time, over a lazy pool that also holds
+/// `transactions` more.
+fn leases(lent: u32, transactions: u32, options: PgConnectOptions) -> Leases {
+    Leases::new(
+        lazy_pool(lent + transactions, options),
+        lent as usize,
+        ACQUIRE_TIMEOUT,
+        IDLE_BEFORE_PING,
+    )
 }
 
 /// A pool that connects on first use, holding up to `max` connections.
