@@ -176,7 +176,6 @@ impl Drop for Lease<'_> {
                 since: Instant::now(),
                 suspect: false,
             });
-            return;
         }
         // Otherwise `conn` drops here: sqlx tests it on its way back and closes it if broken.
     }
