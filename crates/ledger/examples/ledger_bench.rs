@@ -1,8 +1,10 @@
 //! Benchmark only (run by `bench/run`, see `bench/README.md`): the external write's ledger path
 //! as the pipeline runs it (the intent audit row stored and committed while the row is read,
-//! then the one conditional consume; the intent step also alone, one durable commit), sequential and with concurrent workers over distinct approvals; the
-//! approval read under the same concurrency; and a race of many consumers in two processes on
-//! one approval, where exactly one may win. Prints one JSON object on stdout.
+//! then the one conditional consume; the intent step also timed alone), sequential and with
+//! concurrent workers over distinct approvals; the approval read under the same concurrency; on
+//! Postgres, the machine's floor under the consume at the same concurrency; and a race of many
+//! consumers in two processes on one approval, where exactly one may win. Prints one JSON
+//! object on stdout.
 //!
 //! `ledger_bench --url URL [--approvals N] [--workers 1,8,32] [--reads N] [--race N]`
 //! (`--url` a `postgres://` or `sqlite://` ledger URL; the database is seeded and left as is).
@@ -19,12 +21,16 @@ use care_core::audit::Auditor;
 use care_core::ledger::{AuditRecord, ConsumeError, Ledger};
 use chrono::Utc;
 use serde_json::{Value, json};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgSslMode};
 
 const ACTION: &str = "mail_send";
 const HASH: &str = "5e1d000000000000000000000000000000000000000000000000000000000001";
 const ROLE: &str = "mail";
 /// Child mode of the race: `--race-child URL ID N START_MS`.
 const RACE_CHILD: &str = "--race-child";
+/// The floor's statement: the consume's shape (one conditional update of one row, the row back).
+const FLOOR_CONSUME: &str =
+    "UPDATE bench_floor SET status = 'consumed' WHERE id = $1 AND status = 'approved' RETURNING id";
 
 type Result<T> = std::result::Result<T, String>;
 /// Durations of one step, collected across the workers of one thread.
@@ -276,6 +282,9 @@ async fn run(args: &[String]) -> Result<()> {
         })
         .await?;
         out[format!("workers_{w}")] = json!({ "consume": consume, "intent": intent, "read": read });
+        if o.url.starts_with("postgres") {
+            out[format!("workers_{w}")]["floor"] = postgres_floor(&o.url, w, o.approvals).await?;
+        }
     }
 
     if o.race > 0 {
@@ -284,6 +293,72 @@ async fn run(args: &[String]) -> Result<()> {
     ledger.close().await;
     println!("{out}");
     Ok(())
+}
+
+/// The machine's floor under the consume, measured in the same run: one durable conditional
+/// `UPDATE … RETURNING` of a row by its key (what pgbench's single-row update measures), `n` of
+/// them over `workers` plain sqlx connections, with no intent row, no read and no ledger code.
+/// The consume's figures are reported as ratios to it: a slower disk moves both.
+async fn postgres_floor(url: &str, workers: usize, n: usize) -> Result<Value> {
+    let text = |e: sqlx::Error| format!("floor: {e}");
+    let mut options: PgConnectOptions = url.parse().map_err(text)?;
+    if !url.contains("sslmode") {
+        // As the ledger connects on loopback (`postgres::plaintext_on_loopback`).
+        options = options.ssl_mode(PgSslMode::Disable);
+    }
+    let pool = PgPoolOptions::new()
+        .max_connections(workers as u32)
+        .test_before_acquire(false)
+        .connect_with(options)
+        .await
+        .map_err(text)?;
+    sqlx::query("DROP TABLE IF EXISTS bench_floor")
+        .execute(&pool)
+        .await
+        .map_err(text)?;
+    sqlx::query("CREATE TABLE bench_floor (id BIGINT PRIMARY KEY, status TEXT NOT NULL)")
+        .execute(&pool)
+        .await
+        .map_err(text)?;
+    sqlx::query("INSERT INTO bench_floor SELECT g, 'approved' FROM generate_series(1, $1) g")
+        .bind(n as i64)
+        .execute(&pool)
+        .await
+        .map_err(text)?;
+    // Every connection opened and its statement prepared before the clock starts.
+    let warm = pool.clone();
+    concurrently(workers, workers * 4, move |_| {
+        let pool = warm.clone();
+        async move {
+            sqlx::query(FLOOR_CONSUME)
+                .bind(0_i64)
+                .fetch_optional(&pool)
+                .await
+                .map_err(text)?;
+            Ok(())
+        }
+    })
+    .await?;
+    let timed = pool.clone();
+    let floor = concurrently(workers, n, move |i| {
+        let pool = timed.clone();
+        async move {
+            sqlx::query(FLOOR_CONSUME)
+                .bind(i as i64 + 1)
+                .fetch_optional(&pool)
+                .await
+                .map_err(text)?
+                .ok_or("floor: a row was not won")?;
+            Ok(())
+        }
+    })
+    .await?;
+    sqlx::query("DROP TABLE bench_floor")
+        .execute(&pool)
+        .await
+        .map_err(text)?;
+    pool.close().await;
+    Ok(floor)
 }
 
 /// `n` consumers of one approval, half in each of two child processes, all released at once.

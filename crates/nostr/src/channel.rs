@@ -18,6 +18,7 @@ use care_core::approval_channel::{ApprovalCard, ApprovalChannel, ChannelError, S
 use care_core::approvals::ApprovalPolicy;
 use care_core::env::ExposeSecret;
 use care_core::ledger::{ApprovalRow, Ledger};
+use nostr_sdk::prelude::{MemoryDatabase, MemoryDatabaseOptions};
 use nostr_sdk::{
     Alphabet, Client, ClientOptions, Event, EventId, Filter, JsonUtil, Keys, Kind, PublicKey,
     RelayOptions, RelayPoolOptions, RelayUrl, SingleLetterTag, SubscribeOptions, SubscriptionId,
@@ -31,6 +32,11 @@ use crate::gatekeeper::{KnownApprovers, RefusalLog};
 use crate::health::Health;
 use crate::listener;
 use crate::settings::{ChannelOptions, ChannelSettings};
+
+/// Event ids the relay pool remembers, to hand each relayed event to the listener once (the
+/// default, 35,000, preallocates its table: 64 KiB resident). An id forgotten and relayed again
+/// is applied again, as after every restart: a reaction's effect is idempotent.
+const SEEN_EVENT_IDS: usize = 4_096;
 
 /// How often readiness is polled while waiting for a relay.
 const POLL: Duration = Duration::from_millis(25);
@@ -139,6 +145,10 @@ impl NostrChannel {
         // start-up CPU (zeroing pages) and about a MiB of resident memory.
         let client = Client::builder()
             .signer(keys.clone())
+            .database(MemoryDatabase::with_opts(MemoryDatabaseOptions {
+                events: false,
+                max_events: Some(SEEN_EVENT_IDS),
+            }))
             .opts(ClientOptions::new().pool(RelayPoolOptions::new().notification_channel_size(16)))
             .build();
         Ok(NostrChannel {
