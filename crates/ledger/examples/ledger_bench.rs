@@ -21,7 +21,7 @@ use care_core::audit::Auditor;
 use care_core::ledger::{AuditRecord, ConsumeError, Ledger};
 use chrono::Utc;
 use serde_json::{Value, json};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgSslMode};
+use sqlx::postgres::PgPoolOptions;
 
 const ACTION: &str = "mail_send";
 const HASH: &str = "5e1d000000000000000000000000000000000000000000000000000000000001";
@@ -301,11 +301,8 @@ async fn run(args: &[String]) -> Result<()> {
 /// The consume's figures are reported as ratios to it: a slower disk moves both.
 async fn postgres_floor(url: &str, workers: usize, n: usize) -> Result<Value> {
     let text = |e: sqlx::Error| format!("floor: {e}");
-    let mut options: PgConnectOptions = url.parse().map_err(text)?;
-    if !url.contains("sslmode") {
-        // As the ledger connects on loopback (`postgres::plaintext_on_loopback`).
-        options = options.ssl_mode(PgSslMode::Disable);
-    }
+    // Connected as the ledger connects (plaintext on loopback unless an sslmode is named).
+    let options = care_ledger::postgres::connect_options(url).map_err(|e| format!("floor: {e}"))?;
     let pool = PgPoolOptions::new()
         .max_connections(workers as u32)
         .test_before_acquire(false)

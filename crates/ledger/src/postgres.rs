@@ -58,14 +58,7 @@ pub struct PostgresLedger {
 impl PostgresLedger {
     /// Parses a `postgres://` URL and builds the ledger without connecting.
     pub fn from_url(url: &str) -> Result<Self, ConnectError> {
-        let options = PgConnectOptions::from_str(url).map_err(|_| ConnectError::InvalidUrl {
-            backend: "postgres",
-        })?;
-        let ssl_mode_given = names_ssl_mode(url) || std::env::var_os("PGSSLMODE").is_some();
-        Ok(Self::from_options(plaintext_on_loopback(
-            options,
-            ssl_mode_given,
-        )))
+        Ok(Self::from_options(connect_options(url)?))
     }
 
     /// Builds the ledger without connecting; the pools connect on first use.
@@ -163,6 +156,16 @@ impl PostgresLedger {
     pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, LedgerError> {
         self.ready().await?.pool().begin().await.map_err(db)
     }
+}
+
+/// The options the ledger connects with for a `postgres://` URL: sqlx's parse of it, in
+/// plaintext on loopback unless an `sslmode` is named (`plaintext_on_loopback`).
+pub fn connect_options(url: &str) -> Result<PgConnectOptions, ConnectError> {
+    let options = PgConnectOptions::from_str(url).map_err(|_| ConnectError::InvalidUrl {
+        backend: "postgres",
+    })?;
+    let ssl_mode_given = names_ssl_mode(url) || std::env::var_os("PGSSLMODE").is_some();
+    Ok(plaintext_on_loopback(options, ssl_mode_given))
 }
 
 /// A Postgres on this host, reached over loopback or a Unix socket, is spoken to without TLS

@@ -35,7 +35,7 @@ use crate::settings::{ChannelOptions, ChannelSettings};
 
 /// Event ids the relay pool remembers, to hand each relayed event to the listener once (the
 /// default, 35,000, preallocates its table: 64 KiB resident). An id forgotten and relayed again
-/// is applied again, as after every restart: a reaction's effect is idempotent.
+/// is applied again, as every stored reaction is after a restart (the catch-up).
 const SEEN_EVENT_IDS: usize = 4_096;
 
 /// How often readiness is polled while waiting for a relay.
