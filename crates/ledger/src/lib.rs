@@ -6,6 +6,7 @@
 //! - [`postgres`] / [`sqlite`]: the two ledgers; each applies its migrations lazily, so a
 //!   database that is down at start only makes calls fail (`Unavailable`) until it returns.
 //! - `pg_leases`: Postgres connections lent per statement, without sqlx's ping on return.
+//! - `pg_batch`: concurrent Postgres approval reads and consumes, one statement per batch.
 //! - `clients`: the HTTP clients and their sliding call windows (`care_core::clients::ClientStore`).
 //! - `shared`: the `Ledger` implementation both backends expand, written once.
 //! - `audit_store`: the audit trail's chained batch append and the operators' reads.
@@ -25,6 +26,7 @@ mod clients;
 mod connect;
 mod error;
 mod ledger_thread;
+mod pg_batch;
 mod pg_leases;
 pub mod postgres;
 mod rows;

@@ -4,6 +4,7 @@
 
 use std::net::IpAddr;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use care_core::approvals::RowPolicy;
@@ -21,9 +22,11 @@ use tokio::sync::OnceCell;
 use crate::clients::{CLIENT_BY_KEY, ClientRecord};
 use crate::connect::ConnectError;
 use crate::error::{db, migrate};
+use crate::pg_batch::Batcher;
 use crate::pg_leases::Leases;
 use crate::rows::{
-    self, ApprovalRecord, AwaitingRecord, CsatCountRecord, DecisionRecord, KpiSeriesRecord, millis,
+    self, ApprovalRecord, AwaitingRecord, CsatCountRecord, DecisionRecord, KpiSeriesRecord,
+    WonRecord, millis,
 };
 use crate::{rules, sql};
 
@@ -47,12 +50,34 @@ const TRANSACTION_CONNECTIONS: u32 = 2;
 /// busy call connections (8 concurrent writes held all 8 while their intents waited).
 const AUDIT_CONNECTIONS: u32 = 2;
 
+/// Approval reads on the wire at once; readers beyond them go together in the next statement.
+const READ_BATCHES: usize = 2;
+
+/// Consumes on the wire at once; consumers beyond them go together in the next statement.
+const CONSUME_BATCHES: usize = 2;
+
+/// Requests in one batched statement at most.
+const BATCH_SIZE: usize = 64;
+
+/// One consume's arguments, as the batch takes them.
+#[derive(Debug)]
+struct ConsumeRequest {
+    id: String,
+    action: String,
+    payload_hash: String,
+    checked_facts_json: String,
+}
+
 #[derive(Debug)]
 pub struct PostgresLedger {
-    calls: Leases,
+    calls: Arc<Leases>,
     audit: Leases,
     /// Set once migrations have run; left unset after a failure so the next call retries.
     migrated: OnceCell<()>,
+    /// Concurrent approval reads, one statement per batch (`pg_batch`).
+    reads: Arc<Batcher<String, Option<ApprovalRecord>>>,
+    /// Concurrent consumes, one statement (and one commit) per batch.
+    consumes: Arc<Batcher<ConsumeRequest, Option<ApprovalRecord>>>,
 }
 
 impl PostgresLedger {
@@ -64,10 +89,29 @@ impl PostgresLedger {
     /// Builds the ledger without connecting; the pools connect on first use.
     pub fn from_options(options: PgConnectOptions) -> Self {
         let options = options.application_name("care-mcp");
+        let calls = Arc::new(leases(
+            CALL_CONNECTIONS,
+            TRANSACTION_CONNECTIONS,
+            options.clone(),
+        ));
+        let on = Arc::clone(&calls);
+        let reads = Batcher::new(
+            READ_BATCHES,
+            BATCH_SIZE,
+            Box::new(move |ids| Box::pin(read_approvals(Arc::clone(&on), ids))),
+        );
+        let on = Arc::clone(&calls);
+        let consumes = Batcher::new(
+            CONSUME_BATCHES,
+            BATCH_SIZE,
+            Box::new(move |requests| Box::pin(consume_all(Arc::clone(&on), requests))),
+        );
         Self {
-            calls: leases(CALL_CONNECTIONS, TRANSACTION_CONNECTIONS, options.clone()),
+            calls,
             audit: leases(AUDIT_CONNECTIONS, 0, options),
             migrated: OnceCell::new(),
+            reads: Arc::new(reads),
+            consumes: Arc::new(consumes),
         }
     }
 
@@ -91,11 +135,8 @@ impl PostgresLedger {
     }
 
     async fn read_approval(&self, id: &str) -> Result<Option<ApprovalRecord>, LedgerError> {
-        sqlx::query_as(sql::POSTGRES.select_approval)
-            .bind(id)
-            .fetch_optional(self.ready().await?)
-            .await
-            .map_err(db)
+        self.ready().await?;
+        self.reads.submit(id.to_owned()).await
     }
 
     pub(crate) async fn read_client_by_key(
@@ -130,14 +171,14 @@ impl PostgresLedger {
         payload_hash: &str,
         checked_facts_json: &str,
     ) -> Result<Option<ApprovalRecord>, LedgerError> {
-        sqlx::query_as(sql::POSTGRES.consume)
-            .bind(id)
-            .bind(action)
-            .bind(payload_hash)
-            .bind(checked_facts_json)
-            .fetch_optional(self.ready().await?)
-            .await
-            .map_err(db)
+        self.ready().await?;
+        let request = ConsumeRequest {
+            id: id.to_owned(),
+            action: action.to_owned(),
+            payload_hash: payload_hash.to_owned(),
+            checked_facts_json: checked_facts_json.to_owned(),
+        };
+        self.consumes.submit(request).await
     }
 
     /// Stores a consumed row's outcome; the rows changed (0 or 1).
@@ -156,6 +197,72 @@ impl PostgresLedger {
     pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, LedgerError> {
         self.ready().await?.pool().begin().await.map_err(db)
     }
+}
+
+/// The rows of `ids`, each as asked (a missing one `None`): one id alone by the plain
+/// statement, several in one.
+async fn read_approvals(
+    calls: Arc<Leases>,
+    ids: Vec<String>,
+) -> Result<Vec<Option<ApprovalRecord>>, LedgerError> {
+    if let [id] = ids.as_slice() {
+        let rec = sqlx::query_as(sql::POSTGRES.select_approval)
+            .bind(id)
+            .fetch_optional(&*calls)
+            .await
+            .map_err(db)?;
+        return Ok(vec![rec]);
+    }
+    let recs: Vec<ApprovalRecord> = sqlx::query_as(sql::SELECT_APPROVALS_POSTGRES)
+        .bind(&ids)
+        .fetch_all(&*calls)
+        .await
+        .map_err(db)?;
+    Ok(ids
+        .iter()
+        .map(|id| recs.iter().find(|r| r.id == *id).cloned())
+        .collect())
+}
+
+/// The rows each consume won (`None`: nothing updated, the caller reads why): one consume
+/// alone by the plain conditional update, several in one statement and one commit.
+async fn consume_all(
+    calls: Arc<Leases>,
+    requests: Vec<ConsumeRequest>,
+) -> Result<Vec<Option<ApprovalRecord>>, LedgerError> {
+    if let [one] = requests.as_slice() {
+        let won = sqlx::query_as(sql::POSTGRES.consume)
+            .bind(&one.id)
+            .bind(&one.action)
+            .bind(&one.payload_hash)
+            .bind(&one.checked_facts_json)
+            .fetch_optional(&*calls)
+            .await
+            .map_err(db)?;
+        return Ok(vec![won]);
+    }
+    let column = |f: fn(&ConsumeRequest) -> &String| -> Vec<&str> {
+        requests.iter().map(|r| f(r).as_str()).collect()
+    };
+    let won: Vec<WonRecord> = sqlx::query_as(sql::CONSUME_BATCH_POSTGRES)
+        .bind(column(|r| &r.id))
+        .bind(column(|r| &r.action))
+        .bind(column(|r| &r.payload_hash))
+        .bind(column(|r| &r.checked_facts_json))
+        .fetch_all(&*calls)
+        .await
+        .map_err(db)?;
+    let mut answers: Vec<Option<ApprovalRecord>> = requests.iter().map(|_| None).collect();
+    for w in won {
+        let slot = usize::try_from(w.ord - 1)
+            .ok()
+            .and_then(|i| answers.get_mut(i))
+            .ok_or_else(|| {
+                LedgerError::Unavailable("a consume batch answered an unknown request".to_owned())
+            })?;
+        *slot = Some(w.record);
+    }
+    Ok(answers)
 }
 
 /// The options the ledger connects with for a `postgres://` URL: sqlx's parse of it, in
@@ -232,6 +339,141 @@ fn lazy_pool(max: u32, options: PgConnectOptions) -> PgPool {
 
 crate::audit_store::impl_audit_store!(PostgresLedger);
 crate::shared::impl_ledger!(PostgresLedger, "postgres", sql::POSTGRES);
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod batch_tests {
+    //! The batched reads and consumes against a real Postgres: callers that go out together
+    //! each get the answer they would have had alone.
+
+    use care_core::ledger::{ApprovalStatus, ConsumeError, Ledger};
+    use futures::future::join_all;
+
+    use super::PostgresLedger;
+    use crate::test_support::{approved_approval, execute, fresh_postgres_db};
+
+    const ACTION: &str = "mail_send";
+    const HASH: &str = "5e1d000000000000000000000000000000000000000000000000000000000001";
+
+    #[tokio::test]
+    async fn consumes_that_share_a_statement_each_get_their_own_answer() {
+        let (url, _db) = fresh_postgres_db().await;
+        let ledger = PostgresLedger::from_url(&url).unwrap();
+        for i in 0..12 {
+            approved_approval(&ledger, &format!("ok-{i}"), ACTION, HASH)
+                .await
+                .unwrap();
+        }
+        approved_approval(&ledger, "used", ACTION, HASH)
+            .await
+            .unwrap();
+        ledger.consume("used", ACTION, HASH, "{}").await.unwrap();
+        approved_approval(&ledger, "lapsed", ACTION, HASH)
+            .await
+            .unwrap();
+        execute(
+            &url,
+            "UPDATE approvals SET expires_at = 0 WHERE id = 'lapsed'",
+        )
+        .await
+        .unwrap();
+
+        // Each approval twice (one of the two wins), a wrong hash, a wrong action, unknown,
+        // used, lapsed: all at once, so most go out in shared statements.
+        let mut calls: Vec<(String, &str, &str)> = Vec::new();
+        for i in 0..12 {
+            calls.push((format!("ok-{i}"), ACTION, HASH));
+            calls.push((format!("ok-{i}"), ACTION, HASH));
+        }
+        calls.push(("ok-0".into(), ACTION, "ff"));
+        calls.push(("ok-1".into(), "asc_review_reply", HASH));
+        calls.push(("missing".into(), ACTION, HASH));
+        calls.push(("used".into(), ACTION, HASH));
+        calls.push(("lapsed".into(), ACTION, HASH));
+        let answers = join_all(
+            calls
+                .iter()
+                .map(|(id, action, hash)| ledger.consume(id, action, hash, "{}")),
+        )
+        .await;
+        assert!(
+            ledger.consumes.largest_batch() > 1,
+            "the consumes never shared a statement"
+        );
+
+        for i in 0..12 {
+            let id = format!("ok-{i}");
+            let mine: Vec<_> = calls
+                .iter()
+                .zip(&answers)
+                .filter(|((c, a, h), _)| *c == id && *a == ACTION && *h == HASH)
+                .map(|(_, answer)| answer)
+                .collect();
+            assert_eq!(mine.len(), 2);
+            assert_eq!(
+                mine.iter().filter(|a| a.is_ok()).count(),
+                1,
+                "{id}: {mine:?}"
+            );
+            let lost = mine.iter().find_map(|a| a.as_ref().err());
+            assert!(
+                matches!(lost, Some(ConsumeError::Consumed)),
+                "{id}: {lost:?}"
+            );
+            let row = ledger.approval(&id).await.unwrap().unwrap();
+            assert_eq!(row.status, ApprovalStatus::Consumed, "{id}");
+        }
+        let tail: Vec<_> = answers[24..].iter().map(|a| a.as_ref().err()).collect();
+        assert!(
+            matches!(
+                tail[0],
+                Some(ConsumeError::Mismatch | ConsumeError::Consumed)
+            ),
+            "{tail:?}"
+        );
+        assert!(
+            matches!(
+                tail[1],
+                Some(ConsumeError::Mismatch | ConsumeError::Consumed)
+            ),
+            "{tail:?}"
+        );
+        assert!(matches!(tail[2], Some(ConsumeError::NotFound)), "{tail:?}");
+        assert!(matches!(tail[3], Some(ConsumeError::Consumed)), "{tail:?}");
+        assert!(matches!(tail[4], Some(ConsumeError::Expired)), "{tail:?}");
+        ledger.close().await;
+    }
+
+    #[tokio::test]
+    async fn reads_that_share_a_statement_each_get_their_row() {
+        let (url, _db) = fresh_postgres_db().await;
+        let ledger = PostgresLedger::from_url(&url).unwrap();
+        for i in 0..6 {
+            approved_approval(&ledger, &format!("r-{i}"), ACTION, HASH)
+                .await
+                .unwrap();
+        }
+        let ids: Vec<String> = (0..6)
+            .chain(0..6)
+            .map(|i| format!("r-{i}"))
+            .chain(["r-missing".to_owned()])
+            .collect();
+        let rows = join_all(ids.iter().map(|id| ledger.approval(id))).await;
+        assert!(
+            ledger.reads.largest_batch() > 1,
+            "the reads never shared a statement"
+        );
+        for (id, row) in ids.iter().zip(rows) {
+            let row = row.unwrap();
+            if id == "r-missing" {
+                assert!(row.is_none());
+            } else {
+                assert_eq!(row.map(|r| r.id).as_deref(), Some(id.as_str()));
+            }
+        }
+        ledger.close().await;
+    }
+}
 
 #[cfg(test)]
 #[allow(clippy::expect_used)]

@@ -41,9 +41,9 @@ pub(crate) fn outcome_json(outcome: &WriteOutcome) -> Result<String, LedgerError
     serde_json::to_string(outcome).map_err(|e| LedgerError::Unavailable(e.to_string()))
 }
 
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub(crate) struct ApprovalRecord {
-    id: String,
+    pub(crate) id: String,
     action: String,
     arguments_json: String,
     payload_hash: String,
@@ -65,6 +65,15 @@ pub(crate) struct ApprovalRecord {
     checked_facts_json: Option<String>,
     /// The ledger's clock when the statement ran.
     db_now: i64,
+}
+
+/// A row a batched consume won (`sql::CONSUME_BATCH_POSTGRES`), with the 1-based position
+/// of the request that won it.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct WonRecord {
+    pub(crate) ord: i64,
+    #[sqlx(flatten)]
+    pub(crate) record: ApprovalRecord,
 }
 
 impl ApprovalRecord {
