@@ -24,8 +24,13 @@ use crate::tool::{CallContext, Handled, Registry, Services, ToolHandler};
 pub enum GateAnswer {
     /// The name is not a tool of this role: a protocol error, identical for every such name.
     UnknownTool,
-    /// A tool result: the envelope, and whether it is an error.
-    Result { envelope: Value, is_error: bool },
+    /// A tool result: the envelope, its JSON text (serialised once, for the text content and
+    /// the audit's size), and whether it is an error.
+    Result {
+        envelope: Value,
+        text: String,
+        is_error: bool,
+    },
 }
 
 /// Serves one role's registry.
@@ -182,8 +187,10 @@ impl Gate {
             Err(e) => {
                 // `run` contains panics itself; a join error means the runtime is going away.
                 tracing::error!(tool, error = %e, "external write task did not finish");
+                let envelope = envelope::failure(&ToolError::new(ErrorCode::Internal));
                 GateAnswer::Result {
-                    envelope: envelope::failure(&ToolError::new(ErrorCode::Internal)),
+                    text: envelope.to_string(),
+                    envelope,
                     is_error: true,
                 }
             }
@@ -221,19 +228,21 @@ impl Call {
 
     async fn finish(self, reply: Handled, trace: TraceResult) -> GateAnswer {
         let tool = self.handler.entry().name;
-        let (envelope, is_error, outcome, code) = match &reply.result {
+        let why = trace.why(reply.result.as_ref().err());
+        let (envelope, is_error, outcome, code) = match reply.result {
             Ok(data) => {
                 let outcome = if reply.dry_run { "dry_run" } else { "ok" };
-                (envelope::success(data.clone()), false, outcome, None)
+                (envelope::success(data), false, outcome, None)
             }
             Err(err) => {
                 if let Some(detail) = &err.detail {
                     tracing::warn!(tool, code = err.code.as_str(), detail = %detail, "tool call failed");
                 }
-                (envelope::failure(err), true, "error", Some(err.code))
+                (envelope::failure(&err), true, "error", Some(err.code))
             }
         };
-        let why = trace.why(reply.result.as_ref().err());
+        // Serialised once: the answer's text content and the audit's byte count.
+        let text = envelope.to_string();
         let mut record = audit_record(&self.ctx, tool, self.started, self.digest);
         record.outcome = outcome.to_owned();
         record.error_code = code.map(|c| c.as_str().to_owned());
@@ -243,11 +252,15 @@ impl Call {
         record.decision = why.decision.to_owned();
         record.rules = why.rules;
         record.denied_by = why.denied_by;
-        record.output = Some(summarize(&envelope));
+        record.output = Some(summarize(&envelope, text.len()));
         record.approval_trail = reply.approval_trail;
         // Queued: the answer does not wait for the INSERT; failures are logged by the auditor.
         self.services.auditor.record(&record).await;
-        GateAnswer::Result { envelope, is_error }
+        GateAnswer::Result {
+            envelope,
+            text,
+            is_error,
+        }
     }
 }
 
@@ -271,22 +284,9 @@ fn audit_record(
     }
 }
 
-/// Size and shape of an answer, never its content: the serialised envelope's bytes, the
+/// Size and shape of an answer, never its content: the serialised envelope's `bytes`, the
 /// elements of `data`'s top-level lists, and `data.truncated`.
-pub fn summarize(envelope: &Value) -> OutputSummary {
-    struct Count(u64);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len() as u64;
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut bytes = Count(0);
-    // Writing to a counter cannot fail; a failure would only undercount.
-    let _ = serde_json::to_writer(&mut bytes, envelope);
+pub fn summarize(envelope: &Value, bytes: usize) -> OutputSummary {
     let data = envelope.get("data").and_then(Value::as_object);
     let items = data.map_or(0, |d| {
         d.values()
@@ -299,7 +299,7 @@ pub fn summarize(envelope: &Value) -> OutputSummary {
         .and_then(Value::as_bool)
         .unwrap_or(false);
     OutputSummary {
-        bytes: bytes.0,
+        bytes: u64::try_from(bytes).unwrap_or(u64::MAX),
         items,
         truncated,
     }

@@ -9,7 +9,7 @@ use care_core::gate::{Gate, GateAnswer};
 use care_core::tool::ToolHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams,
+    CustomResult, ErrorCode, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
     ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
@@ -58,23 +58,26 @@ pub fn annotations(handler: &dyn ToolHandler) -> ToolAnnotations {
 
 /// The tool as `tools/list` serves it (and `care-mcp tools` prints it). Every tool answers the
 /// same envelope, so every tool declares the envelope's schema as its `outputSchema`.
-pub fn describe(handler: &dyn ToolHandler) -> Tool {
+pub fn describe(handler: &dyn ToolHandler, output_schema: &Arc<JsonObject>) -> Tool {
     Tool::new(
         handler.entry().name,
         handler.description(),
         Arc::new(handler.input_schema()),
     )
-    .with_raw_output_schema(Arc::new(envelope::output_schema()))
+    .with_raw_output_schema(Arc::clone(output_schema))
     .with_annotations(annotations(handler))
 }
 
 impl CareServer {
     pub fn new(gate: Arc<Gate>) -> Self {
+        // Every tool answers in the same envelope: its schema is built once and shared (built
+        // per tool it was a sixth of a role's start-up instructions).
+        let output_schema = Arc::new(envelope::output_schema());
         let tools = gate
             .registry()
             .tools()
             .iter()
-            .map(|h| describe(h.as_ref()))
+            .map(|h| describe(h.as_ref(), &output_schema))
             .collect();
         CareServer {
             gate,
@@ -156,8 +159,11 @@ impl CareServer {
     fn respond(answer: GateAnswer) -> Result<CallToolResult, ErrorData> {
         match answer {
             GateAnswer::UnknownTool => Err(ErrorData::invalid_params(UNKNOWN_TOOL_MESSAGE, None)),
-            GateAnswer::Result { envelope, is_error } => {
-                let text = envelope.to_string();
+            GateAnswer::Result {
+                envelope,
+                text,
+                is_error,
+            } => {
                 let mut result = if is_error {
                     CallToolResult::error(vec![ContentBlock::text(text)])
                 } else {

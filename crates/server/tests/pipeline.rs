@@ -108,7 +108,9 @@ impl Harness {
     async fn call(&self, tool: &str, arguments: Value) -> Result<Value, (String, Value)> {
         match self.gate.call(tool, args(arguments)).await {
             GateAnswer::UnknownTool => panic!("{tool} unknown"),
-            GateAnswer::Result { envelope, is_error } => {
+            GateAnswer::Result {
+                envelope, is_error, ..
+            } => {
                 assert_eq!(envelope["ok"], json!(!is_error));
                 if is_error {
                     Err((

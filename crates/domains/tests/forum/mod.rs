@@ -98,7 +98,9 @@ impl Harness {
         let args: Map<String, Value> = arguments.as_object().unwrap().clone();
         match self.gate.call(tool, Some(args)).await {
             GateAnswer::UnknownTool => panic!("{tool} unknown"),
-            GateAnswer::Result { envelope, is_error } => {
+            GateAnswer::Result {
+                envelope, is_error, ..
+            } => {
                 let text = envelope.to_string();
                 assert!(!text.contains(&self.fake.api_key()), "key in {text}");
                 assert!(

@@ -141,7 +141,9 @@ impl Harness {
         let args: Map<String, Value> = arguments.as_object().unwrap().clone();
         match self.gate.call(tool, Some(args)).await {
             GateAnswer::UnknownTool => panic!("{tool} unknown"),
-            GateAnswer::Result { envelope, is_error } => {
+            GateAnswer::Result {
+                envelope, is_error, ..
+            } => {
                 assert_no_secret(&envelope, &self.fake.token());
                 if is_error {
                     let error = envelope["error"].clone();

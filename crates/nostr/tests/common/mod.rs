@@ -369,7 +369,9 @@ impl World {
         let arguments: Map<String, Value> = arguments.as_object().unwrap().clone();
         match self.gate.call(tool, Some(arguments)).await {
             GateAnswer::UnknownTool => panic!("{tool} unknown"),
-            GateAnswer::Result { envelope, is_error } => {
+            GateAnswer::Result {
+                envelope, is_error, ..
+            } => {
                 if is_error {
                     Err(envelope["error"]["code"].as_str().unwrap().to_owned())
                 } else {

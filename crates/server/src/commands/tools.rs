@@ -4,9 +4,12 @@
 //! indent, one trailing newline) so the committed snapshots make a schema change a visible diff.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use care_core::catalog::Role;
+use care_core::envelope;
 use care_core::tool::ToolHandler;
+use rmcp::model::JsonObject;
 use serde_json::{Map, Value, json};
 
 use crate::handler::describe;
@@ -14,11 +17,12 @@ use crate::startup::{StartError, build_gate};
 
 pub async fn run(role: Role) -> Result<ExitCode, StartError> {
     let gate = build_gate(role).await?;
+    let output_schema = Arc::new(envelope::output_schema());
     let tools: Vec<Value> = gate
         .registry()
         .tools()
         .iter()
-        .map(|h| manifest_entry(h.as_ref()))
+        .map(|h| manifest_entry(h.as_ref(), &output_schema))
         .collect();
     let manifest = sorted(json!({ "role": role, "tools": tools }));
     let text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
@@ -30,9 +34,9 @@ pub async fn run(role: Role) -> Result<ExitCode, StartError> {
 }
 
 /// The served tool with its catalog row beside it.
-fn manifest_entry(handler: &dyn ToolHandler) -> Value {
+fn manifest_entry(handler: &dyn ToolHandler, output_schema: &Arc<JsonObject>) -> Value {
     let entry = handler.entry();
-    let mut tool = match serde_json::to_value(describe(handler)) {
+    let mut tool = match serde_json::to_value(describe(handler, output_schema)) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
     };
