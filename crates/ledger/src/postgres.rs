@@ -216,20 +216,20 @@ impl PostgresLedger {
 /// The rows of `ids`, each as asked (a missing one `None`): one id alone by the plain
 /// statement, several in one.
 async fn read_approvals(
-    calls: Arc<Leases>,
+    batches: Arc<Leases>,
     ids: Vec<String>,
 ) -> Result<Vec<Option<ApprovalRecord>>, LedgerError> {
     if let [id] = ids.as_slice() {
         let rec = sqlx::query_as(sql::POSTGRES.select_approval)
             .bind(id)
-            .fetch_optional(&*calls)
+            .fetch_optional(&*batches)
             .await
             .map_err(db)?;
         return Ok(vec![rec]);
     }
     let recs: Vec<ApprovalRecord> = sqlx::query_as(sql::SELECT_APPROVALS_POSTGRES)
         .bind(&ids)
-        .fetch_all(&*calls)
+        .fetch_all(&*batches)
         .await
         .map_err(db)?;
     Ok(ids
@@ -241,7 +241,7 @@ async fn read_approvals(
 /// The rows each consume won (`None`: nothing updated, the caller reads why): one consume
 /// alone by the plain conditional update, several in one statement and one commit.
 async fn consume_all(
-    calls: Arc<Leases>,
+    batches: Arc<Leases>,
     requests: Vec<ConsumeRequest>,
 ) -> Result<Vec<Option<ApprovalRecord>>, LedgerError> {
     if let [one] = requests.as_slice() {
@@ -250,7 +250,7 @@ async fn consume_all(
             .bind(&one.action)
             .bind(&one.payload_hash)
             .bind(&one.checked_facts_json)
-            .fetch_optional(&*calls)
+            .fetch_optional(&*batches)
             .await
             .map_err(db)?;
         return Ok(vec![won]);
@@ -263,7 +263,7 @@ async fn consume_all(
         .bind(column(|r| &r.action))
         .bind(column(|r| &r.payload_hash))
         .bind(column(|r| &r.checked_facts_json))
-        .fetch_all(&*calls)
+        .fetch_all(&*batches)
         .await
         .map_err(db)?;
     let mut answers: Vec<Option<ApprovalRecord>> = requests.iter().map(|_| None).collect();
