@@ -6,7 +6,12 @@ use serde_json::{Map, Value, json};
 use crate::error::{ErrorCode, ToolError};
 
 pub fn success(data: Value) -> Value {
-    json!({ "ok": true, "data": data })
+    // Built by hand: `json!` would copy `data` through `to_value`, a second walk of the whole
+    // answer on every call.
+    let mut envelope = Map::new();
+    envelope.insert("ok".into(), Value::Bool(true));
+    envelope.insert("data".into(), data);
+    Value::Object(envelope)
 }
 
 /// The failure body. `message` is the code's fixed sentence; `field` is one of our own field
@@ -23,7 +28,10 @@ pub fn failure(error: &ToolError) -> Value {
     {
         body.insert("cause".into(), Value::String(cause.as_str().into()));
     }
-    json!({ "ok": false, "error": Value::Object(body) })
+    let mut envelope = Map::new();
+    envelope.insert("ok".into(), Value::Bool(false));
+    envelope.insert("error".into(), Value::Object(body));
+    Value::Object(envelope)
 }
 
 /// The codes an envelope can carry: all but UNKNOWN_TOOL, which only the audit records (the

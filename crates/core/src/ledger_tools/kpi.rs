@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::{round2, window_start};
 use crate::error::ToolError;
@@ -172,10 +172,14 @@ impl ReadTool for KpiReport {
             .kpi_series(args.metric.as_deref(), Some(since))
             .await
             .map_err(ledger_error)?;
-        Ok(json!({
-            "since": since.to_rfc3339(),
-            "metrics": series.iter().map(series_json).collect::<Vec<_>>(),
-        }))
+        // A map built by hand: `json!` copies an interpolated `Value` through `to_value`.
+        let mut report = Map::new();
+        report.insert("since".into(), Value::String(since.to_rfc3339()));
+        report.insert(
+            "metrics".into(),
+            Value::Array(series.iter().map(series_json).collect()),
+        );
+        Ok(Value::Object(report))
     }
 }
 
