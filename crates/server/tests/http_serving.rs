@@ -94,6 +94,17 @@ fn a_non_loopback_address_needs_tls_or_a_declared_proxy() {
     assert!(server.stop().success());
 }
 
+/// "serving on http" is the operator's (and a readiness script's) cue: from then on a SIGTERM
+/// must be caught, or a stop right after the start exits without flushing anything.
+#[test]
+fn the_stop_signal_is_caught_once_serving_is_announced() {
+    let sandbox = Sandbox::new();
+    let server = HttpServer::start(&sandbox, &["lead"], &[]);
+    assert!(common::catches_sigterm(server.pid()));
+    let status = server.stop();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
+
 #[test]
 fn host_and_origin_are_checked_against_dns_rebinding() {
     let sandbox = Sandbox::new();

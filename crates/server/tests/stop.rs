@@ -162,3 +162,35 @@ async fn end_of_input_lets_a_write_in_flight_finish_before_the_exit() {
     assert_recorded(&run.sandbox, &run.approval_id).await;
     run.relay.shutdown();
 }
+
+/// A pod stopped before the agent's `initialize` (a slow client, a rollout racing a start)
+/// still exits in order with status 0: the handler is in place from the moment the process
+/// says it serves, not only once a session has started.
+#[test]
+fn sigterm_before_the_handshake_stops_in_order() {
+    let sandbox = Sandbox::new();
+    let session = Session::spawn(sandbox.serve_command("lead"));
+    let deadline = Instant::now() + common::TIMEOUT;
+    while !common::catches_sigterm(session.pid()) {
+        assert!(
+            Instant::now() < deadline,
+            "no SIGTERM handler before the handshake"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    session.terminate();
+    let finished = session.exited();
+    assert_eq!(finished.code(), Some(0), "{}", finished.stderr);
+    assert!(
+        finished.stdout_lines.is_empty(),
+        "{:?}",
+        finished.stdout_lines
+    );
+    assert!(
+        finished
+            .stderr
+            .contains("stop requested before the session started"),
+        "{}",
+        finished.stderr
+    );
+}

@@ -34,9 +34,12 @@ pub async fn run(dir: Option<PathBuf>, demo_mode: bool) -> Result<ExitCode, Star
             ExitCode::from(1)
         }
     } else {
+        // Installed before the instructions are printed: Ctrl-C, or a supervisor's SIGTERM,
+        // right after them still ends the sandbox in order (its relay shut down, exit 0).
+        let mut signals = crate::commands::serve::StopSignals::install();
         say(&world.instructions());
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
+            () = signals.requested() => {}
             () = record_sent(&world.upstreams, &world.dir) => {}
         }
         say("\nsandbox stopped\n");

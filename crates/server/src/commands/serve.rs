@@ -21,6 +21,7 @@ pub const STOP_GRACE: Duration = Duration::from_secs(25);
 
 pub async fn run(role: Role) -> Result<ExitCode, StartError> {
     let gate = Arc::new(build_gate(role).await?);
+    let mut signals = StopSignals::install();
     tracing::info!(role = %role, tools = gate.registry().tools().len(), ledger = gate.services().ledger.backend(), "serving on stdio");
     let auditor = gate.services().auditor.clone();
     let ledger = Arc::clone(&gate.services().ledger);
@@ -32,18 +33,31 @@ pub async fn run(role: Role) -> Result<ExitCode, StartError> {
         Marked::new(stdout, &activity),
     );
     let awake = tokio::spawn(stdio_awake::keep_awake(activity));
-    let running = match server.serve((pipes.to_rmcp, pipes.from_rmcp)).await {
-        Ok(running) => running,
-        Err(err) => {
+    // A stop before the client's `initialize` ends the process in order too: nothing is in
+    // flight yet, but queued audit rows still reach the ledger.
+    let started = tokio::select! {
+        started = server.serve((pipes.to_rmcp, pipes.from_rmcp)) => Some(started),
+        () = signals.requested() => None,
+    };
+    let running = match started {
+        Some(Ok(running)) => running,
+        Some(Err(err)) => {
             tracing::error!(error = %err, "MCP session did not start");
             return Ok(ExitCode::from(1));
+        }
+        None => {
+            tracing::info!("stop requested before the session started");
+            awake.abort();
+            auditor.flush().await;
+            ledger.close().await;
+            return Ok(ExitCode::SUCCESS);
         }
     };
     let stop_session = running.cancellation_token();
     let mut session = std::pin::pin!(running.waiting());
     let ended = tokio::select! {
         ended = &mut session => Some(ended),
-        () = stop_requested() => None,
+        () = signals.requested() => None,
     };
     let ended = match ended {
         Some(ended) => {
@@ -92,18 +106,37 @@ pub(crate) async fn finish_writes(gate: &care_core::gate::Gate) {
     }
 }
 
-/// SIGTERM or SIGINT.
-pub(crate) async fn stop_requested() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::warn!("signal handlers unavailable: stopping only at end of input");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {},
-        _ = int.recv() => {},
+/// SIGTERM and SIGINT, caught from the moment this is built: a server installs them before it
+/// announces that it serves, so a signal sent right after the announcement still stops it in
+/// order instead of taking the default action (an exit without flushing anything).
+pub(crate) struct StopSignals {
+    handlers: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl StopSignals {
+    pub(crate) fn install() -> StopSignals {
+        use tokio::signal::unix::{SignalKind, signal};
+        let handlers = match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(term), Ok(int)) => Some((term, int)),
+            _ => {
+                tracing::warn!("signal handlers unavailable: stopping only at end of input");
+                None
+            }
+        };
+        StopSignals { handlers }
+    }
+
+    /// Resolves at the next SIGTERM or SIGINT.
+    pub(crate) async fn requested(&mut self) {
+        let Some((term, int)) = self.handlers.as_mut() else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => {},
+            _ = int.recv() => {},
+        }
     }
 }

@@ -35,7 +35,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::ServeArgs;
-use crate::commands::serve::{STOP_GRACE, finish_writes, stop_requested};
+use crate::commands::serve::{STOP_GRACE, StopSignals, finish_writes};
 use crate::handler::CareServer;
 use crate::startup::{StartError, build_gate};
 
@@ -93,6 +93,7 @@ pub async fn run(roles: Vec<Role>, args: ServeArgs) -> Result<ExitCode, StartErr
     let local = tcp
         .local_addr()
         .map_err(|e| StartError(format!("cannot listen on {addr}: {e}")))?;
+    let mut signals = StopSignals::install();
     tracing::info!(
         addr = %local,
         roles = ?roles.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
@@ -106,7 +107,7 @@ pub async fn run(roles: Vec<Role>, args: ServeArgs) -> Result<ExitCode, StartErr
         let gates = gates.clone();
         let stop = stop.clone();
         async move {
-            stop_requested().await;
+            signals.requested().await;
             tracing::info!("stop requested: refusing new calls, finishing writes in flight");
             for (_, gate) in &gates {
                 finish_writes(gate).await;

@@ -533,6 +533,11 @@ impl Session {
     /// Closes stdin, waits for the exit (with a deadline), drains stdout and stderr.
     pub fn finish(mut self) -> Finished {
         drop(self.stdin.take());
+        self.exited()
+    }
+
+    /// Waits for an exit the process reaches on its own (a signal), stdin still open.
+    pub fn exited(mut self) -> Finished {
         let status = wait_with_deadline(&mut self.child);
         if let Some(reader) = self.stdout_reader.take() {
             reader.join().expect("stdout reader");
@@ -561,6 +566,19 @@ impl Drop for Session {
             let _ = self.child.wait();
         }
     }
+}
+
+/// Whether process `pid` has a handler installed for SIGTERM (`SigCgt` in its
+/// `/proc/PID/status`): until then a SIGTERM takes the default action, an exit that flushes
+/// nothing.
+pub fn catches_sigterm(pid: u32) -> bool {
+    const SIGTERM_BIT: u64 = 1 << (15 - 1);
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & SIGTERM_BIT != 0)
 }
 
 /// Checks a `tools/call` result: only `content`, `structuredContent`, `isError`; one text
