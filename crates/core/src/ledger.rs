@@ -15,7 +15,8 @@ use crate::approvals::{ApproverKey, RowPolicy};
 use crate::canonical::HashEncoding;
 
 /// Why a ledger call failed. The detail is for stderr only; callers see LEDGER_UNAVAILABLE.
-#[derive(Debug, thiserror::Error)]
+/// `Clone`: a failed batched statement gives each of its callers the same error.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum LedgerError {
     #[error("ledger unavailable: {0}")]
     Unavailable(String),

@@ -53,6 +53,13 @@ impl<Req, Ans> std::fmt::Debug for Batcher<Req, Ans> {
     }
 }
 
+impl<Req, Ans> Batcher<Req, Ans> {
+    fn state(&self) -> MutexGuard<'_, State<Req, Ans>> {
+        // Only pushes, drains and counts happen under the lock: a panic cannot tear it.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 impl<Req: Send + 'static, Ans: Send + 'static> Batcher<Req, Ans> {
     pub(crate) fn new(max_running: usize, max_batch: usize, run: RunBatch<Req, Ans>) -> Self {
         Batcher {
@@ -71,11 +78,6 @@ impl<Req: Send + 'static, Ans: Send + 'static> Batcher<Req, Ans> {
     #[cfg(test)]
     pub(crate) fn largest_batch(&self) -> usize {
         self.largest.load(Ordering::Relaxed)
-    }
-
-    fn state(&self) -> MutexGuard<'_, State<Req, Ans>> {
-        // Only pushes, drains and counts happen under the lock: a panic cannot tear it.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The answer to `request`, from the batch it went out in.
@@ -132,7 +134,7 @@ impl<Req: Send + 'static, Ans: Send + 'static> Batcher<Req, Ans> {
                 }
                 Ok(Err(e)) => {
                     for tx in waiting {
-                        let _ = tx.send(Err(copy(&e)));
+                        let _ = tx.send(Err(e.clone()));
                     }
                     continue;
                 }
@@ -165,7 +167,7 @@ impl<Req, Ans> Drop for Runner<Req, Ans> {
             return;
         }
         let orphans: Vec<_> = {
-            let mut state = self.batcher.state.lock().unwrap_or_else(|p| p.into_inner());
+            let mut state = self.batcher.state();
             state.running = state.running.saturating_sub(1);
             if state.running == 0 {
                 state.queue.drain(..).collect()
@@ -181,15 +183,6 @@ impl<Req, Ans> Drop for Runner<Req, Ans> {
 fn fail_all<Ans>(waiting: Vec<oneshot::Sender<Answer<Ans>>>, why: &str) {
     for tx in waiting {
         let _ = tx.send(Err(LedgerError::Unavailable(why.to_owned())));
-    }
-}
-
-/// The same error for every caller of a failed batch.
-fn copy(e: &LedgerError) -> LedgerError {
-    match e {
-        LedgerError::Unavailable(s) => LedgerError::Unavailable(s.clone()),
-        LedgerError::NotFound => LedgerError::NotFound,
-        LedgerError::Conflict(s) => LedgerError::Conflict(s.clone()),
     }
 }
 

@@ -23,8 +23,6 @@ pub async fn run(role: Role) -> Result<ExitCode, StartError> {
     let gate = Arc::new(build_gate(role).await?);
     let mut signals = StopSignals::install();
     tracing::info!(role = %role, tools = gate.registry().tools().len(), ledger = gate.services().ledger.backend(), "serving on stdio");
-    let auditor = gate.services().auditor.clone();
-    let ledger = Arc::clone(&gate.services().ledger);
     let server = CareServer::new(Arc::clone(&gate));
     let (stdin, stdout) = stdio_fds::stdin_stdout();
     let activity = Activity::new();
@@ -47,9 +45,7 @@ pub async fn run(role: Role) -> Result<ExitCode, StartError> {
         }
         None => {
             tracing::info!("stop requested before the session started");
-            awake.abort();
-            auditor.flush().await;
-            ledger.close().await;
+            wind_down(awake, &gate).await;
             return Ok(ExitCode::SUCCESS);
         }
     };
@@ -76,9 +72,7 @@ pub async fn run(role: Role) -> Result<ExitCode, StartError> {
     };
     // Everything rmcp wrote reaches stdout, and every audit row the ledger, before exit.
     let _ = pipes.writer.await;
-    awake.abort();
-    auditor.flush().await;
-    ledger.close().await;
+    wind_down(awake, &gate).await;
     match ended {
         Ok(reason) => {
             tracing::info!(reason = ?reason, "session ended");
@@ -89,6 +83,14 @@ pub async fn run(role: Role) -> Result<ExitCode, StartError> {
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// The last steps of every stop: the stdio thread let go, queued audit rows written to the
+/// ledger, its connections closed.
+async fn wind_down(awake: tokio::task::JoinHandle<()>, gate: &care_core::gate::Gate) {
+    awake.abort();
+    gate.services().auditor.flush().await;
+    gate.services().ledger.close().await;
 }
 
 pub(crate) async fn finish_writes(gate: &care_core::gate::Gate) {
