@@ -16,6 +16,8 @@ ARG ROOTFS=source
 FROM ${RUST_IMAGE} AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
+# Build settings (the allocator's arena size: .cargo/config.toml).
+COPY .cargo .cargo
 COPY crates crates
 # Embedded into the binary by sqlx::migrate! (no sqlx query macros: no offline query data).
 COPY migrations migrations
