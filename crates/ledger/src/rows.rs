@@ -193,7 +193,7 @@ impl TryFrom<DecisionRecord> for DecisionRow {
 /// One row of the KPI window query: the latest entry of a metric with its aggregates.
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct KpiSeriesRecord {
-    metric: String,
+    pub(crate) metric: String,
     n: i64,
     mean: f64,
     lo: f64,
