@@ -195,8 +195,8 @@ pub(crate) const INSERT_KPI: &str = "INSERT INTO kpi_entries \
 
 /// Per metric: aggregates over the window and the latest entry. ?1 metric or NULL, ?2 since or
 /// NULL: numbered, because SQLite numbers `$n` parameters by first appearance and ?2 comes
-/// first here. Column order is read by position (`KpiSeriesRecord::from_sqlite`). The rows come in no
-/// particular order (`SqliteLedger::read_kpi_series` sorts them by metric): the grouped scan
+/// first here. Column order is read by position (`KpiSeriesRecord::from_sqlite`). The rows
+/// come in no particular order (`SqliteLedger::read_kpi_series` sorts them): the grouped scan
 /// runs as a co-routine over `kpi_entries_metric_idx` (metric, recorded_at, id, value), which
 /// covers the aggregates and each metric's latest id, so only the latest rows are read from
 /// the table. An `ORDER BY` here would sort the result in a temporary b-tree, and materialising
