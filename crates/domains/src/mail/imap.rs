@@ -16,7 +16,6 @@ use std::time::Instant;
 
 use futures::TryStreamExt;
 use futures::future::BoxFuture;
-use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 
 use care_core::env::ExposeSecret;
@@ -149,18 +148,16 @@ impl ImapClient {
     /// TCP (and TLS), greeting, STARTTLS when asked for, LOGIN with `password`.
     async fn open(&self, password: &Credential) -> Result<Session, OpError> {
         let (host, port) = self.endpoint.address();
-        let tcp = TcpStream::connect((host.as_str(), port))
-            .await
-            .map_err(io_error)?;
+        let tcp = stream::connect(&host, port).await.map_err(io_error)?;
         let stream = match (&self.endpoint.security, &self.connector) {
             (Security::Tls, Some(c)) => stream::upgrade(c, &host, tcp).await.map_err(io_error)?,
-            _ => MailStream::Plain(tcp),
+            _ => MailStream::plain(tcp),
         };
         let mut client = async_imap::Client::new(stream);
         greeting(&mut client).await?;
         if let (Security::StartTls, Some(c)) = (&self.endpoint.security, &self.connector) {
             client.run_command_and_check_ok("STARTTLS", None).await?;
-            let MailStream::Plain(tcp) = client.into_inner() else {
+            let Some(tcp) = client.into_inner().into_plain() else {
                 return Err(OpError::Malformed("STARTTLS on a TLS stream"));
             };
             client =

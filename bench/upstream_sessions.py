@@ -1,0 +1,110 @@
+"""Shared by bench/roles and scripts/hot-symbols: the sandbox's upstream fakes on loopback
+(`care-mcp sandbox`, from a binary built with the `sandbox` feature) and, for each role, the
+read calls that reach them. Python 3.11 stdlib only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+# The sandbox fakes' seeded data (crates/fakes/src/*/seed.rs).
+APP_ID = "1600000001"
+REVIEW = "rev-en-001"
+HOSTILE_REVIEW = "rev-hostile-001"
+TOPIC = 101
+HOSTILE_TOPIC = 104
+TICKET = "ticket-en-001@mail.example.com"
+HOSTILE_TICKET = "ticket-hostile-001@mail.example.net"
+NAMESPACE = "shop"
+
+# Each role's calls, cycled in order: its read tools on every upstream it reaches, hostile
+# content included, and one ledger read. Every answer must be `ok: true`.
+ROLE_CALLS: dict[str, list[tuple[str, dict]]] = {
+    "lead": [
+        ("asc_reviews_list", {"app_id": APP_ID}),
+        ("asc_review_get", {"review_id": HOSTILE_REVIEW}),
+        ("discourse_topic_get", {"topic_id": HOSTILE_TOPIC}),
+        ("discourse_search", {"query": "reminders"}),
+        ("mail_read", {"message_id": HOSTILE_TICKET}),
+        ("mail_list", {"limit": 10}),
+        ("cluster_workloads", {"namespace": NAMESPACE}),
+        ("cluster_events", {"namespace": NAMESPACE, "warnings_only": True}),
+        ("kpi_report", {}),
+        ("approval_list", {}),
+    ],
+    "reviews": [
+        ("asc_reviews_list", {"app_id": APP_ID}),
+        ("asc_review_get", {"review_id": REVIEW}),
+        ("asc_review_get", {"review_id": HOSTILE_REVIEW}),
+        ("asc_reviews_unanswered", {"app_id": APP_ID, "older_than_hours": 1}),
+        ("discourse_search", {"query": "reminders"}),
+        ("kpi_report", {}),
+    ],
+    "insight": [
+        ("asc_reviews_list", {"app_id": APP_ID}),
+        ("discourse_latest_topics", {}),
+        ("discourse_search", {"query": "reminders"}),
+        ("kpi_report", {}),
+        ("csat_summary", {}),
+        ("sla_status", {}),
+    ],
+    "community": [
+        ("discourse_search", {"query": "reminders"}),
+        ("discourse_topic_get", {"topic_id": TOPIC}),
+        ("discourse_topic_get", {"topic_id": HOSTILE_TOPIC}),
+        ("discourse_latest_topics", {}),
+        ("sla_status", {"channel": "forum"}),
+    ],
+    "mail": [
+        ("mail_list", {"limit": 10}),
+        ("mail_read", {"message_id": TICKET}),
+        ("mail_read", {"message_id": HOSTILE_TICKET}),
+        ("mail_thread", {"message_id": TICKET}),
+        ("sla_status", {"channel": "mail"}),
+    ],
+    "ops": [
+        ("cluster_overview", {}),
+        ("cluster_workloads", {"namespace": NAMESPACE}),
+        ("cluster_pods", {"namespace": NAMESPACE}),
+        ("cluster_events", {"namespace": NAMESPACE, "warnings_only": True}),
+        ("kpi_report", {}),
+    ],
+}
+
+
+def start_sandbox(sandbox_bin: Path, state: Path, log: Path) -> tuple[subprocess.Popen, dict]:
+    """`care-mcp sandbox --dir state` in the background, and its mcp.json once written."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(state)}
+    proc = subprocess.Popen(
+        [str(sandbox_bin), "sandbox", "--dir", str(state)],
+        stdin=subprocess.DEVNULL,
+        stdout=open(log, "ab"),
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    config = state / "mcp.json"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the sandbox exited ({proc.returncode}); see {log}")
+        try:
+            return proc, json.loads(config.read_text())["mcpServers"]
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.1)
+    stop_sandbox(proc)
+    raise RuntimeError(f"the sandbox wrote no {config} within 60 s; see {log}")
+
+
+def stop_sandbox(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)  # its Ctrl-C: stops the fakes and the relay
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # only this child, by its own handle
+            proc.wait()
