@@ -18,18 +18,22 @@ async fn one_session_serves_many_calls_and_a_dropped_one_is_reopened() {
     h.seed_demo().await;
     let fake = h.peer.fake.as_ref().unwrap();
     let before = fake.logins();
+    let mut listing = serde_json::Value::Null;
     for _ in 0..5 {
-        h.ok("mail_list", json!({"limit": 2})).await;
+        listing = h.ok("mail_list", json!({"limit": 2})).await;
     }
     h.ok("mail_read", json!({"message_id": DEMO_TICKET_ID}))
         .await;
     assert_eq!(fake.logins() - before, 1, "the session is reused");
 
     // The server closes every connection (a restart, an idle timeout): the next call still
-    // answers, on a new session.
+    // answers, on a new session, and with the whole listing: async-imap ends an answer at the
+    // end of the stream as if it were complete, which must not pass for an empty mailbox.
     fake.drop_connections();
-    h.ok("mail_list", json!({"limit": 2})).await;
+    let after = h.ok("mail_list", json!({"limit": 2})).await;
     assert_eq!(fake.logins() - before, 2);
+    assert_eq!(after, listing);
+    assert!(!after["messages"].as_array().unwrap().is_empty(), "{after}");
 }
 
 #[tokio::test]

@@ -219,11 +219,19 @@ impl ImapClient {
                 return Err(ToolError::new(ErrorCode::Internal).with_detail("imap session missing"));
             };
             let mut lost = false;
-            let result = deadline(what, self.limits.command, op(&mut current.session), |e| {
+            let mut result = deadline(what, self.limits.command, op(&mut current.session), |e| {
                 lost = e.connection_lost();
                 e.code()
             })
             .await;
+            if result.is_ok() && current.session.get_ref().closed_by_peer() {
+                // async-imap ends an answer at the end of the stream as if it were complete (an
+                // EXAMINE of an empty mailbox, a SEARCH without UIDs): an answer the server cut
+                // off by closing is a lost connection, never an answer.
+                lost = true;
+                result = Err(ToolError::new(ErrorCode::UpstreamUnavailable)
+                    .with_detail(format!("{what}: the server closed the connection")));
+            }
             match result {
                 Ok(value) => {
                     current.last_used = Instant::now();

@@ -20,6 +20,7 @@ use tokio_rustls::client::TlsStream;
 #[derive(Debug)]
 pub struct MailStream {
     io: BufWriter<Transport>,
+    closed_by_peer: bool,
 }
 
 #[derive(Debug)]
@@ -45,7 +46,13 @@ impl MailStream {
     fn over(transport: Transport) -> Self {
         Self {
             io: BufWriter::new(transport),
+            closed_by_peer: false,
         }
+    }
+
+    /// Whether a read met the end of the stream: the server closed the connection.
+    pub fn closed_by_peer(&self) -> bool {
+        self.closed_by_peer
     }
 
     /// The plain TCP connection back, for STARTTLS; `None` over TLS or with bytes not yet
@@ -89,7 +96,13 @@ impl AsyncRead for MailStream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+        let this = self.get_mut();
+        let (room, filled) = (buf.remaining(), buf.filled().len());
+        let polled = Pin::new(&mut this.io).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && room > 0 && buf.filled().len() == filled {
+            this.closed_by_peer = true;
+        }
+        polled
     }
 }
 
@@ -194,6 +207,19 @@ mod tests {
             line.extend_from_slice(&buf[..n]);
         }
         assert_eq!(line, b"A1 EXAMINE INBOX\r\n");
+    }
+
+    #[tokio::test]
+    async fn a_server_that_closes_is_seen_closed() {
+        let (mut client, server) = pair().await;
+        let mut buf = [0u8; 16];
+        drop(server);
+        assert_eq!(client.read(&mut buf).await.unwrap(), 0);
+        assert!(client.closed_by_peer());
+        let (mut client, mut server) = pair().await;
+        server.write_all(b"* OK hi\r\n").await.unwrap();
+        assert!(client.read(&mut buf).await.unwrap() > 0);
+        assert!(!client.closed_by_peer());
     }
 
     #[tokio::test]
