@@ -77,6 +77,13 @@ ROLE_CALLS: dict[str, list[tuple[str, dict]]] = {
 }
 
 
+def expect_ok(role: str, tool: str, answer: dict) -> None:
+    """Every call of ROLE_CALLS must answer `ok: true` in its result envelope: an error answer
+    runs other code than the one measured or profiled."""
+    if answer.get("result", {}).get("structuredContent", {}).get("ok") is not True:
+        raise RuntimeError(f"{role}: {tool} on the sandbox's fakes did not answer ok: {json.dumps(answer)[:300]}")
+
+
 def start_sandbox(sandbox_bin: Path, state: Path, log: Path) -> tuple[subprocess.Popen, dict]:
     """`care-mcp sandbox --dir state` in the background, and its mcp.json once written."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(state)}

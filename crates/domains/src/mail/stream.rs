@@ -15,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncWrite, BufWriter, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
+use tokio_util::either::Either;
 
 /// A connection to a mail server: what a session reads and writes, buffered until a flush.
 #[derive(Debug)]
@@ -23,11 +24,8 @@ pub struct MailStream {
     closed_by_peer: bool,
 }
 
-#[derive(Debug)]
-enum Transport {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
-}
+/// Plain TCP on the left, TLS on the right.
+type Transport = Either<TcpStream, Box<TlsStream<TcpStream>>>;
 
 /// A TCP connection to `host:port` for a mail protocol: every message waits for an answer,
 /// so nothing is gained by holding small segments back (TCP_NODELAY).
@@ -40,7 +38,7 @@ pub async fn connect(host: &str, port: u16) -> io::Result<TcpStream> {
 impl MailStream {
     /// Plain TCP (the caller allows it to loopback hosts only).
     pub fn plain(tcp: TcpStream) -> Self {
-        Self::over(Transport::Plain(tcp))
+        Self::over(Either::Left(tcp))
     }
 
     fn over(transport: Transport) -> Self {
@@ -62,8 +60,8 @@ impl MailStream {
             return None;
         }
         match self.io.into_inner() {
-            Transport::Plain(tcp) => Some(tcp),
-            Transport::Tls(_) => None,
+            Either::Left(tcp) => Some(tcp),
+            Either::Right(_) => None,
         }
     }
 }
@@ -87,7 +85,7 @@ pub async fn upgrade(
     let name = ServerName::try_from(host.to_owned())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "not a server name"))?;
     let tls = connector.connect(name, tcp).await?;
-    Ok(MailStream::over(Transport::Tls(Box::new(tls))))
+    Ok(MailStream::over(Either::Right(Box::new(tls))))
 }
 
 impl AsyncRead for MailStream {
@@ -121,46 +119,6 @@ impl AsyncWrite for MailStream {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
-    }
-}
-
-impl AsyncRead for Transport {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Transport::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Transport::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Transport {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Transport::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Transport::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Transport::Plain(s) => Pin::new(s).poll_flush(cx),
-            Transport::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Transport::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Transport::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
     }
 }
 
