@@ -153,8 +153,11 @@ pub fn lookup(name: &str) -> Option<&'static Variable> {
 
 /// The names in `read` that `role` should not read: each a bug in a reader or in [`ALL`].
 pub fn undeclared<'a>(role: Role, read: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    // The role's scopes are resolved once (each resolution scans the tool catalog), not once
+    // per name read: every start runs this check.
+    let declared: Vec<&str> = of_role(role).map(|v| v.name).collect();
     read.into_iter()
-        .filter(|name| !of_role(role).any(|v| v.name == *name))
+        .filter(|name| !declared.contains(name))
         .map(str::to_owned)
         .collect()
 }
