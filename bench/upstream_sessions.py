@@ -98,13 +98,23 @@ def start_sandbox(sandbox_bin: Path, state: Path, log: Path) -> tuple[subprocess
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"the sandbox exited ({proc.returncode}); see {log}")
+            raise RuntimeError(f"the sandbox exited ({proc.returncode}): {log_tail(log)}")
         try:
             return proc, json.loads(config.read_text())["mcpServers"]
         except (OSError, ValueError, KeyError):
             time.sleep(0.1)
     stop_sandbox(proc)
-    raise RuntimeError(f"the sandbox wrote no {config} within 60 s; see {log}")
+    raise RuntimeError(f"the sandbox wrote no {config} within 60 s: {log_tail(log)}")
+
+
+def log_tail(log: Path) -> str:
+    """The end of the sandbox's log, in the error itself: callers remove their temp dirs (and the
+    log with them) on the way out. A binary named `care-mcp-<word>` takes <word> for its role,
+    so a copy of the sandbox build named e.g. `care-mcp-sandbox` ends here with "unknown role"."""
+    try:
+        return log.read_text(errors="replace")[-1500:].strip() or "(its log is empty)"
+    except OSError:
+        return "(no log)"
 
 
 def stop_sandbox(proc: subprocess.Popen) -> None:
