@@ -346,6 +346,49 @@ async fn a_hostile_post_returns_as_neutral_fenced_text() {
     assert_eq!(topic(&list, TOPIC_HOSTILE)["title"], data["topic"]["title"]);
 }
 
+/// A post nested to the size cap (html5ever's tree builder is quadratic in depth: seconds of
+/// one core, on the session's thread) reads as its text without layout; the topic's other
+/// posts are laid out as ever.
+#[tokio::test]
+async fn a_post_nested_to_the_size_cap_reads_as_flat_text() {
+    const TOPIC_NESTED: u64 = 3001;
+    let levels = (250 * 1024) / "<ul><li>".len();
+    let cooked = format!(
+        "{}<p>buy now at scam.example</p>",
+        "<ul><li>".repeat(levels)
+    );
+    let mut seed = demo_seed();
+    seed.topics.push(
+        SeedTopic::new(
+            TOPIC_NESTED,
+            "Nested",
+            SUPPORT_CATEGORY,
+            10,
+            Utc::now() - Duration::minutes(5),
+            &cooked,
+        )
+        .reply(10, Utc::now(), "a normal reply", None),
+    );
+    let h = harness(Options {
+        seed,
+        ..Options::default()
+    })
+    .await;
+    let data = h
+        .ok("discourse_topic_get", json!({"topic_id": TOPIC_NESTED}))
+        .await;
+    let nested = inside_fence(&data["posts"][0]["text"]);
+    assert_eq!(
+        nested,
+        format!(
+            "{}\nbuy now at scam.example",
+            care_domains::kit::html_text::FLATTENED_NOTE
+        ),
+        "{nested:.300}"
+    );
+    assert_eq!(inside_fence(&data["posts"][1]["text"]), "a normal reply");
+}
+
 #[tokio::test]
 async fn private_messages_and_topics_out_of_scope_are_never_read() {
     for scope in [

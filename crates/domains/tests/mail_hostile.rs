@@ -173,3 +173,30 @@ async fn hostile_mail_comes_back_fenced_neutral_and_bounded() {
         assert_neutral(&thread);
     }
 }
+
+/// An HTML mail nested 20,000 levels deep (html5ever's tree builder is quadratic in depth:
+/// seconds of one core, on the session's thread) reads as its text without layout.
+#[tokio::test]
+async fn a_deeply_nested_html_mail_reads_as_flat_text() {
+    for peer in peers() {
+        let h = harness(peer, Options::default()).await;
+        let label = h.label();
+        let id = format!("nested.{}@example.net", h.tag);
+        let raw = format!(
+            "From: nested@example.net\r\nTo: {}\r\nSubject: nested\r\nMessage-ID: <{id}>\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<html><body>{}<p>signed, mallory</p></body></html>\r\n",
+            h.support,
+            "<blockquote>".repeat(20_000)
+        );
+        h.append("INBOX", raw.as_bytes(), false, Utc::now()).await;
+        let read = h.ok("mail_read", json!({"message_id": id})).await;
+        assert_neutral(&read);
+        assert_eq!(
+            read["body"],
+            format!(
+                "<user_content>{}\nsigned, mallory</user_content>",
+                care_domains::kit::html_text::FLATTENED_NOTE
+            ),
+            "{label}"
+        );
+    }
+}

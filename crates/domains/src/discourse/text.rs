@@ -1,9 +1,10 @@
 //! Discourse's "cooked" post HTML as readable plain text, made by the maintained `html2text`
-//! crate: links as their text with the URL in a numbered footnote, quotes marked `> `, code
-//! kept (inline in backticks), images as their alt text, scripts and styles dropped. The text
-//! is still a stranger's: callers fence it before it reaches the model. Raw HTML never leaves.
+//! crate through [`crate::kit::html_text`] (which bounds nesting): links as their text with the
+//! URL in a numbered footnote, quotes marked `> `, code kept (inline in backticks), images as
+//! their alt text, scripts and styles dropped. The text is still a stranger's: callers fence it
+//! before it reaches the model. Raw HTML never leaves.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use crate::kit::html_text;
 
 /// Cooked HTML larger than this is not rendered (Discourse's own post limit is far smaller).
 pub const MAX_COOKED_BYTES: usize = 256 * 1024;
@@ -13,22 +14,16 @@ const WIDTH: usize = 10_000;
 pub const UNRENDERABLE: &str = "[this post could not be rendered as text]";
 
 /// The readable text of `cooked`. Never fails: an oversized or unrenderable post becomes
-/// [`UNRENDERABLE`] (a renderer panic is contained, so one odd post cannot cost a topic).
+/// [`UNRENDERABLE`] (a renderer panic is contained, so one odd post cannot cost a topic); a
+/// post nested deeper than [`html_text::MAX_DEPTH`] is its text without layout.
 pub fn plain_text(cooked: &str) -> String {
     if cooked.len() > MAX_COOKED_BYTES {
         return UNRENDERABLE.to_owned();
     }
-    let rendered = catch_unwind(AssertUnwindSafe(|| {
-        html2text::config::plain().string_from_read(cooked.as_bytes(), WIDTH)
-    }));
-    match rendered {
-        Ok(Ok(text)) => text.trim_end().to_owned(),
-        Ok(Err(err)) => {
+    match html_text::to_text(cooked, WIDTH) {
+        Ok((text, _)) => text.trim_end().to_owned(),
+        Err(err) => {
             tracing::warn!(error = %err, "a post's HTML was not rendered");
-            UNRENDERABLE.to_owned()
-        }
-        Err(_) => {
-            tracing::warn!("the HTML renderer panicked on a post");
             UNRENDERABLE.to_owned()
         }
     }
@@ -64,6 +59,20 @@ mod tests {
         );
         assert!(text.contains("before") && text.contains("after"), "{text}");
         assert!(!text.contains("alert") && !text.contains("color"), "{text}");
+    }
+
+    #[test]
+    fn a_post_nested_deeper_than_the_bound_reads_as_flat_text() {
+        // Just under the size cap: unbounded, this nesting took html5ever seconds to parse.
+        let levels = (MAX_COOKED_BYTES - 100) / "<ul><li>".len();
+        let cooked = format!("{}<p>buy now</p>", "<ul><li>".repeat(levels));
+        let text = plain_text(&cooked);
+        assert!(
+            text.starts_with(html_text::FLATTENED_NOTE),
+            "{}",
+            &text[..200]
+        );
+        assert!(text.ends_with("buy now"), "{}", &text[text.len() - 200..]);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The upstream kit: what every domain's client is built from, so a new domain is a small,
 //! uniform addition. [`http::HttpClient`] for HTTP upstreams (limits, no redirects, one
 //! status-to-code mapping, Retry-After, authentication, writes only with a permit),
-//! [`deadline::deadline`] for the others (IMAP, SMTP, Kubernetes), [`auth`] for credentials.
+//! [`deadline::deadline`] for the others (IMAP, SMTP, Kubernetes), [`auth`] for credentials,
+//! [`html_text`] for third-party HTML read as text in bounded time.
 //! Configuration is read with `care_core::env`; registration goes through
 //! `care_core::registrar`.
 //!
@@ -13,6 +14,7 @@
 
 pub mod auth;
 pub mod deadline;
+pub mod html_text;
 pub mod http;
 pub mod limits;
 pub mod status;
