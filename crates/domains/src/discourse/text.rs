@@ -1,8 +1,9 @@
 //! Discourse's "cooked" post HTML as readable plain text, made by the maintained `html2text`
-//! crate through [`crate::kit::html_text`] (which bounds nesting): links as their text with the
-//! URL in a numbered footnote, quotes marked `> `, code kept (inline in backticks), images as
-//! their alt text, scripts and styles dropped. The text is still a stranger's: callers fence it
-//! before it reaches the model. Raw HTML never leaves.
+//! crate through [`crate::kit::html_text`] (which bounds what a post can cost): links as their
+//! text with the URL in a numbered footnote, quotes marked `> `, code kept (inline in
+//! backticks), images as their alt text, tables without borders, scripts and styles dropped.
+//! The text is still a stranger's: callers fence it before it reaches the model. Raw HTML
+//! never leaves.
 
 use crate::kit::html_text;
 
@@ -15,7 +16,7 @@ pub const UNRENDERABLE: &str = "[this post could not be rendered as text]";
 
 /// The readable text of `cooked`. Never fails: an oversized or unrenderable post becomes
 /// [`UNRENDERABLE`] (a renderer panic is contained, so one odd post cannot cost a topic); a
-/// post nested deeper than [`html_text::MAX_DEPTH`] is its text without layout.
+/// post too deep or too large to lay out is its text without layout ([`html_text`]).
 pub fn plain_text(cooked: &str) -> String {
     if cooked.len() > MAX_COOKED_BYTES {
         return UNRENDERABLE.to_owned();

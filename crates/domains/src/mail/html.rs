@@ -1,6 +1,6 @@
 //! HTML mail bodies as plain text, read as the forum reads posts ([`crate::kit::html_text`]:
-//! bounded nesting, a renderer panic contained), so both domains read HTML alike. Markup never
-//! reaches the model; links keep their address as text.
+//! bounded in time and memory, a renderer panic contained), so both domains read HTML alike.
+//! Markup never reaches the model; links keep their address as text.
 
 use crate::kit::html_text;
 

@@ -1,16 +1,22 @@
-//! Third-party HTML (forum posts, mail bodies) as plain text, in time linear in its size.
+//! Third-party HTML (forum posts, mail bodies) as plain text, in bounded time and memory.
 //!
-//! `html2text` lays a document out as a reader would see it, but the html5ever tree builder
-//! under it rescans its stack of open elements for many tags, so its time grows with the square
-//! of the nesting depth: 16,000 nested lists (128 KB) took 7.9 s on one core, on the session's
-//! thread. Here the document is parsed in [`PIECE_BYTES`] pieces through [`depth_guard`], a DOM
-//! sink that measures how deep each inserted element lands; once one lands deeper than
-//! [`MAX_DEPTH`] the parse stops at the end of that piece and the whole document is read by
-//! [`flat`] instead: every word kept, in order, without layout, under [`FLATTENED_NOTE`].
-//! Browsers bound nesting the same way (Blink and WebKit at 512 levels).
+//! `html2text` lays a document out as a reader would see it, but two things in it grow faster
+//! than the document. The html5ever tree builder under it rescans its stack of open elements
+//! for many tags, so its time grows with the square of the nesting depth (16,000 nested lists,
+//! 128 KB, took 7.9 s on one core, on the session's thread); and each line it writes carries a
+//! prefix per quoting or list ancestor, so a few hundred nested quotes around many short
+//! paragraphs come out as tens of MB. Here the document is parsed in [`PIECE_BYTES`] pieces
+//! through [`depth_guard`], a DOM sink that measures how deep each inserted element lands,
+//! and the parse stops once one lands deeper than [`MAX_DEPTH`] (browsers bound nesting the
+//! same way: Blink and WebKit at 512 levels); a parsed DOM whose [`weight`] passes
+//! [`MAX_LAYOUT_WEIGHT`] is not laid out either. Such a document, or one `html2text` refuses,
+//! is read by [`flat`] instead: every word kept, in order, without layout, under
+//! [`FLATTENED_NOTE`]. Tables are laid out without borders: a border line spans every column,
+//! so one 250 KiB row of cells came out as 256 MB.
 
 mod depth_guard;
 mod flat;
+mod weight;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -22,21 +28,21 @@ use depth_guard::DepthGuardedDom;
 
 /// Elements nested deeper than this (counting `html` as 1) are not laid out. Real posts and
 /// mails stay far below it (a newsletter's nested tables: tens); half Blink's 512 halves the
-/// worst case, a 256 KiB document held just under the bound: about 160 ms on one core.
+/// parse's worst case, a 256 KiB document held just under the bound: about 160 ms on one core.
 pub const MAX_DEPTH: usize = 256;
+/// A DOM whose nodes' depths sum past this is not laid out: a long newsletter (10,000 nodes
+/// 30 deep) weighs 300,000; at the bound `html2text` writes a few MB in a few hundred ms.
+pub const MAX_LAYOUT_WEIGHT: u64 = 2_000_000;
 /// The parse is checked between pieces this large: the most it can overshoot the bound is
 /// one piece of tags (`<b>` is 3 bytes: about 340 levels).
 pub const PIECE_BYTES: usize = 1024;
 /// The first line of a document read without layout.
 pub const FLATTENED_NOTE: &str =
-    "[this HTML is nested too deeply to lay out: its text follows without layout]";
+    "[this HTML could not be laid out (too deep or too large): its text follows without layout]";
 
 /// Why a document gave no text; what stands in for it is the caller's choice.
 #[derive(Debug, thiserror::Error)]
 pub enum HtmlTextError {
-    /// `html2text` refused the document (its message goes to the log only).
-    #[error("the HTML could not be laid out as text: {0}")]
-    Render(#[from] html2text::Error),
     /// The parser or the renderer panicked; contained here so one odd document costs only itself.
     #[error("the HTML renderer panicked")]
     Panicked,
@@ -45,34 +51,48 @@ pub enum HtmlTextError {
 /// How a document was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reading {
-    /// Laid out by `html2text`: links, quotes, lists and code as a reader sees them.
+    /// Laid out by `html2text`: links, quotes, lists, tables and code as a reader sees them.
     LaidOut,
-    /// Nested deeper than [`MAX_DEPTH`]: its text without layout.
+    /// Too deep, too heavy or refused by `html2text`: its text without layout.
     Flattened,
+}
+
+/// The layout `html2text` gives both domains: plain text, tables without borders.
+fn layout() -> html2text::config::Config<html2text::render::PlainDecorator> {
+    html2text::config::plain().no_table_borders()
 }
 
 /// The text of `html`, lines wrapped at `width`, and how it was read.
 pub fn to_text(html: &str, width: usize) -> Result<(String, Reading), HtmlTextError> {
-    catch_unwind(AssertUnwindSafe(|| match parse_bounded(html) {
-        Parsed::Dom(dom) => {
-            let config = html2text::config::plain();
-            let tree = config.dom_to_render_tree(&dom)?;
-            Ok((config.render_to_string(tree, width)?, Reading::LaidOut))
-        }
-        Parsed::TooDeep { parsed_bytes } => {
-            // Worth an operator's look: real documents are never this deep.
-            tracing::warn!(
-                parsed_bytes,
-                max_depth = MAX_DEPTH,
-                "an HTML document nested too deeply was read without layout"
-            );
-            Ok((
-                format!("{FLATTENED_NOTE}\n{}", flat::flat_text(html)),
-                Reading::Flattened,
-            ))
-        }
+    catch_unwind(AssertUnwindSafe(|| {
+        let refused = match parse_bounded(html) {
+            Parsed::Dom(dom) => {
+                let weight = weight::depth_sum(&dom, MAX_LAYOUT_WEIGHT);
+                if weight <= MAX_LAYOUT_WEIGHT {
+                    let config = layout();
+                    match config
+                        .dom_to_render_tree(&dom)
+                        .and_then(|tree| config.render_to_string(tree, width))
+                    {
+                        Ok(text) => return (text, Reading::LaidOut),
+                        Err(err) => format!("html2text refused it: {err}"),
+                    }
+                } else {
+                    format!("its nodes' depths sum past {MAX_LAYOUT_WEIGHT}")
+                }
+            }
+            Parsed::TooDeep { parsed_bytes } => {
+                format!("an element lands deeper than {MAX_DEPTH} within {parsed_bytes} bytes")
+            }
+        };
+        // Worth an operator's look: real documents are never refused.
+        tracing::warn!(reason = %refused, "an HTML document was read without layout");
+        (
+            format!("{FLATTENED_NOTE}\n{}", flat::flat_text(html)),
+            Reading::Flattened,
+        )
     }))
-    .unwrap_or(Err(HtmlTextError::Panicked))
+    .map_err(|_| HtmlTextError::Panicked)
 }
 
 /// What the bounded parse made of a document.

@@ -36,22 +36,76 @@ fn ordinary_documents_read_exactly_as_html2text_reads_them() {
         "<p>caf\u{e9} \u{1F600} \u{5B57}</p>",
     ];
     // The widths the mail and forum domains use; at 100 the 60-level outline is too narrow
-    // for html2text, and must fail here the same way.
+    // for html2text, which refuses it: then the text is read without layout.
     for width in [100, 10_000] {
         for html in documents {
-            let expected = html2text::config::plain().string_from_read(html.as_bytes(), width);
-            match (to_text(html, width), expected) {
-                (Ok((text, reading)), Ok(expected)) => {
+            let (text, reading) = to_text(html, width).unwrap();
+            match layout().string_from_read(html.as_bytes(), width) {
+                Ok(expected) => {
                     assert_eq!(reading, Reading::LaidOut, "{html}");
                     assert_eq!(text, expected, "{html}");
                 }
-                (Err(HtmlTextError::Render(ours)), Err(theirs)) => {
-                    assert_eq!(ours.to_string(), theirs.to_string(), "{html}");
+                Err(_) => {
+                    assert_eq!(reading, Reading::Flattened, "{html}");
+                    assert!(text.contains("a real outline"), "{text}");
                 }
-                (ours, theirs) => panic!("{html}: {ours:?} against {theirs:?}"),
             }
         }
     }
+}
+
+#[test]
+fn a_quote_chain_too_deep_for_the_width_keeps_its_text() {
+    // 60 quote levels need 120 columns: html2text refuses a mail's 100.
+    let html = format!("{}the first message", "<blockquote>".repeat(60));
+    let (text, reading) = to_text(&html, 100).unwrap();
+    assert_eq!(reading, Reading::Flattened);
+    assert_eq!(text, format!("{FLATTENED_NOTE}\nthe first message"));
+}
+
+#[test]
+fn a_layout_heavier_than_the_bound_is_read_flat() {
+    // 250 quotes around 32,000 paragraphs: within the depth bound, but html2text would write
+    // every paragraph with 250 prefixes (31 MB).
+    let html = format!(
+        "{}{}",
+        "<blockquote>".repeat(250),
+        "<p>z</p>".repeat(32_000)
+    );
+    let Parsed::Dom(dom) = parse_bounded(&html) else {
+        panic!("within the depth bound");
+    };
+    assert!(weight::depth_sum(&dom, MAX_LAYOUT_WEIGHT) > MAX_LAYOUT_WEIGHT);
+    let (text, reading) = to_text(&html, 10_000).unwrap();
+    assert_eq!(reading, Reading::Flattened);
+    assert!(text.len() < html.len(), "{} bytes", text.len());
+    assert_eq!(text.matches('z').count(), 32_000);
+}
+
+#[test]
+fn the_weight_is_the_sum_of_the_depths_and_stops_past_its_limit() {
+    let Parsed::Dom(dom) = parse_bounded("<p>a</p>") else {
+        panic!("shallow");
+    };
+    // html 1, head 2, body 2, p 3, the text 4.
+    assert_eq!(weight::depth_sum(&dom, u64::MAX), 12);
+    assert!(weight::depth_sum(&dom, 5) > 5);
+    assert!(weight::depth_sum(&dom, 5) < 12);
+}
+
+#[test]
+fn a_table_of_many_columns_is_laid_out_without_growing() {
+    // With borders, every border line spans all 25,600 columns: 256 MB of text.
+    let html = format!("<table><tr>{}</tr></table>", "<td>x</td>".repeat(25_600));
+    let (text, reading) = to_text(&html, 10_000).unwrap();
+    assert_eq!(reading, Reading::LaidOut);
+    assert!(text.len() < html.len(), "{} bytes", text.len());
+    assert_eq!(text.matches('x').count(), 25_600);
+    let table = "<table><tr><th>Device</th><th>Version</th></tr><tr><td>iPhone 15</td><td>17.2</td></tr></table>";
+    assert_eq!(
+        to_text(table, 100).unwrap().0,
+        "Device    Version\niPhone 15 17.2   \n"
+    );
 }
 
 #[test]
