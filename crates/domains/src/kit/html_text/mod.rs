@@ -8,9 +8,10 @@
 //! paragraphs come out as tens of MB. Here the document is parsed in [`PIECE_BYTES`] pieces
 //! through [`depth_guard`], a DOM sink that measures how deep each inserted element lands,
 //! and the parse stops once one lands deeper than [`MAX_DEPTH`] (browsers bound nesting the
-//! same way: Blink and WebKit at 512 levels); a parsed DOM whose [`weight`] passes
-//! [`MAX_LAYOUT_WEIGHT`] is not laid out either. Such a document, or one `html2text` refuses,
-//! is read by [`flat`] instead: every word kept, in order, without layout, under
+//! same way: Blink and WebKit at 512 levels); a parsed DOM whose [`weight`] passes its budget
+//! ([`LAYOUT_WEIGHT_PER_BYTE`], at most [`MAX_LAYOUT_WEIGHT`]) is not laid out either, and a
+//! layout more than [`MAX_GROWTH`] times its HTML is dropped. Such a document, or one
+//! `html2text` refuses, is read by [`flat`] instead: every word kept, in order, without layout, under
 //! [`FLATTENED_NOTE`]. Tables are laid out without borders: a border line spans every column,
 //! so one 250 KiB row of cells came out as 256 MB.
 
@@ -33,6 +34,15 @@ pub const MAX_DEPTH: usize = 256;
 /// A DOM whose nodes' depths sum past this is not laid out: a long newsletter (10,000 nodes
 /// 30 deep) weighs 300,000; at the bound `html2text` writes a few MB in a few hundred ms.
 pub const MAX_LAYOUT_WEIGHT: u64 = 2_000_000;
+/// Nor is a smaller one weighing more than this per byte of its HTML (plus [`SLACK_BYTES`]):
+/// ordinary documents weigh about one per byte, 90 quotes around 280 paragraphs (3.9 KB) 19.
+pub const LAYOUT_WEIGHT_PER_BYTE: u64 = 16;
+/// A layout longer than this many times its HTML (plus [`SLACK_BYTES`]) is not returned: the
+/// weight bounds the work, not every line's length (a quote chain at a mail's 100 columns
+/// leaves a few characters of text per line).
+pub const MAX_GROWTH: usize = 16;
+/// What every document may weigh or grow by whatever its size.
+pub const SLACK_BYTES: usize = 4096;
 /// The parse is checked between pieces this large: the most it can overshoot the bound is
 /// one piece of tags (`<b>` is 3 bytes: about 340 levels).
 pub const PIECE_BYTES: usize = 1024;
@@ -67,18 +77,21 @@ pub fn to_text(html: &str, width: usize) -> Result<(String, Reading), HtmlTextEr
     catch_unwind(AssertUnwindSafe(|| {
         let refused = match parse_bounded(html) {
             Parsed::Dom(dom) => {
-                let weight = weight::depth_sum(&dom, MAX_LAYOUT_WEIGHT);
-                if weight <= MAX_LAYOUT_WEIGHT {
+                let budget = weight_budget(html.len());
+                if weight::depth_sum(&dom, budget) > budget {
+                    format!("its nodes' depths sum past {budget}")
+                } else {
                     let config = layout();
                     match config
                         .dom_to_render_tree(&dom)
                         .and_then(|tree| config.render_to_string(tree, width))
                     {
-                        Ok(text) => return (text, Reading::LaidOut),
+                        Ok(text) if text.len() <= growth_budget(html.len()) => {
+                            return (text, Reading::LaidOut);
+                        }
+                        Ok(text) => format!("its layout came to {} bytes", text.len()),
                         Err(err) => format!("html2text refused it: {err}"),
                     }
-                } else {
-                    format!("its nodes' depths sum past {MAX_LAYOUT_WEIGHT}")
                 }
             }
             Parsed::TooDeep { parsed_bytes } => {
@@ -93,6 +106,21 @@ pub fn to_text(html: &str, width: usize) -> Result<(String, Reading), HtmlTextEr
         )
     }))
     .map_err(|_| HtmlTextError::Panicked)
+}
+
+/// The most a DOM parsed from `html_bytes` of HTML may weigh and still be laid out.
+fn weight_budget(html_bytes: usize) -> u64 {
+    let per_byte = u64::try_from(html_bytes.saturating_add(SLACK_BYTES))
+        .unwrap_or(u64::MAX)
+        .saturating_mul(LAYOUT_WEIGHT_PER_BYTE);
+    per_byte.min(MAX_LAYOUT_WEIGHT)
+}
+
+/// The longest layout returned for `html_bytes` of HTML.
+fn growth_budget(html_bytes: usize) -> usize {
+    html_bytes
+        .saturating_mul(MAX_GROWTH)
+        .saturating_add(SLACK_BYTES)
 }
 
 /// What the bounded parse made of a document.

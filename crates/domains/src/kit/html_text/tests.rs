@@ -83,6 +83,52 @@ fn a_layout_heavier_than_the_bound_is_read_flat() {
 }
 
 #[test]
+fn a_layout_many_times_its_html_is_read_flat() {
+    // Found by the `html_text` fuzz target: 90 quotes around 280 paragraphs (3.9 KB) weigh
+    // within their budget, but every line carries 90 prefixes: hundreds of KB of text.
+    let html = format!("{}{}", "<blockquote>".repeat(90), "<p>z</p>".repeat(280));
+    let Parsed::Dom(dom) = parse_bounded(&html) else {
+        panic!("within the depth bound");
+    };
+    assert!(weight::depth_sum(&dom, u64::MAX) <= weight_budget(html.len()));
+    let laid_out = layout().string_from_read(html.as_bytes(), 10_000).unwrap();
+    assert!(laid_out.len() > growth_budget(html.len()));
+    let (text, reading) = to_text(&html, 10_000).unwrap();
+    assert_eq!(reading, Reading::Flattened);
+    assert_eq!(text.matches('z').count(), 280);
+}
+
+#[test]
+fn no_small_document_grows_past_its_budget() {
+    // The fuzz target's shapes at its 4 KB inputs, at both domains' widths.
+    let shapes = [
+        nested("<blockquote>", "", 90, &"<p>z</p>".repeat(280)),
+        nested("<blockquote>", "", 45, &"word ".repeat(700)),
+        nested("<ul><li>", "", 100, &"<li>z".repeat(600)),
+        nested("<ol><li>", "", 40, &"<li>z".repeat(600)),
+        nested("<dl><dd>", "", 60, &"z<br>".repeat(600)),
+        format!("<table><tr>{}</tr></table>", "<td>x</td>".repeat(390)),
+        format!(
+            "<table>{}{}</table>",
+            "<tr><td>aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa</td></tr>",
+            "<tr><td>".repeat(450)
+        ),
+    ];
+    for html in &shapes {
+        for width in [100, 10_000] {
+            let (text, _) = to_text(html, width).unwrap();
+            assert!(
+                text.len() <= growth_budget(html.len()),
+                "{}: {} bytes from {}",
+                &html[..30],
+                text.len(),
+                html.len()
+            );
+        }
+    }
+}
+
+#[test]
 fn the_weight_is_the_sum_of_the_depths_and_stops_past_its_limit() {
     let Parsed::Dom(dom) = parse_bounded("<p>a</p>") else {
         panic!("shallow");
