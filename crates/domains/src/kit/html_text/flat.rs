@@ -159,36 +159,37 @@ fn attribute(tag: &Tag, name: &LocalName) -> Option<String> {
 }
 
 /// Elements a reader sees as their own lines.
+const BLOCKS: [LocalName; 28] = [
+    local_name!("p"),
+    local_name!("div"),
+    local_name!("li"),
+    local_name!("ul"),
+    local_name!("ol"),
+    local_name!("dl"),
+    local_name!("dt"),
+    local_name!("dd"),
+    local_name!("tr"),
+    local_name!("table"),
+    local_name!("blockquote"),
+    local_name!("pre"),
+    local_name!("hr"),
+    local_name!("h1"),
+    local_name!("h2"),
+    local_name!("h3"),
+    local_name!("h4"),
+    local_name!("h5"),
+    local_name!("h6"),
+    local_name!("section"),
+    local_name!("article"),
+    local_name!("aside"),
+    local_name!("header"),
+    local_name!("footer"),
+    local_name!("details"),
+    local_name!("summary"),
+    local_name!("figure"),
+    local_name!("figcaption"),
+];
+
 fn is_block(name: &LocalName) -> bool {
-    [
-        local_name!("p"),
-        local_name!("div"),
-        local_name!("li"),
-        local_name!("ul"),
-        local_name!("ol"),
-        local_name!("dl"),
-        local_name!("dt"),
-        local_name!("dd"),
-        local_name!("tr"),
-        local_name!("table"),
-        local_name!("blockquote"),
-        local_name!("pre"),
-        local_name!("hr"),
-        local_name!("h1"),
-        local_name!("h2"),
-        local_name!("h3"),
-        local_name!("h4"),
-        local_name!("h5"),
-        local_name!("h6"),
-        local_name!("section"),
-        local_name!("article"),
-        local_name!("aside"),
-        local_name!("header"),
-        local_name!("footer"),
-        local_name!("details"),
-        local_name!("summary"),
-        local_name!("figure"),
-        local_name!("figcaption"),
-    ]
-    .contains(name)
+    BLOCKS.contains(name)
 }

@@ -195,6 +195,9 @@ fn the_bound_sits_at_max_depth() {
     // `html` and `body` are the first two levels; the text node is one below the last div.
     let within = nested("<div>", "</div>", MAX_DEPTH - 3, "x");
     let beyond = nested("<div>", "</div>", MAX_DEPTH - 1, "x");
+    // The parse itself decides: neither document is near the weight or growth bounds.
+    assert!(matches!(parse_bounded(&within), Parsed::Dom(_)));
+    assert!(matches!(parse_bounded(&beyond), Parsed::TooDeep { .. }));
     assert_eq!(to_text(&within, WIDTH).unwrap().1, Reading::LaidOut);
     assert_eq!(to_text(&beyond, WIDTH).unwrap().1, Reading::Flattened);
 }
