@@ -389,6 +389,75 @@ async fn a_post_nested_to_the_size_cap_reads_as_flat_text() {
     assert_eq!(inside_fence(&data["posts"][1]["text"]), "a normal reply");
 }
 
+/// A page of posts padded to the cooked cap hands the model at most 20,000 characters of each,
+/// marked as cut, through the topic and the single-post tool alike; short posts say they are whole.
+#[tokio::test]
+async fn a_post_padded_to_the_size_cap_is_cut_and_marked() {
+    const TOPIC_PADDED: u64 = 3002;
+    let words = "all work and no play ".repeat(12_000);
+    let cooked = format!("<p>{words}</p>");
+    let mut seed = demo_seed();
+    let mut padded = SeedTopic::new(
+        TOPIC_PADDED,
+        "Padded",
+        SUPPORT_CATEGORY,
+        10,
+        Utc::now() - Duration::minutes(5),
+        &cooked,
+    );
+    for _ in 0..19 {
+        // A reply's text is cooked by the fake, as Discourse cooks a member's Markdown.
+        padded = padded.reply(10, Utc::now(), &words, None);
+    }
+    seed.topics
+        .push(padded.reply(10, Utc::now(), "a short reply", None));
+    let h = harness(Options {
+        seed,
+        ..Options::default()
+    })
+    .await;
+    let data = h
+        .ok("discourse_topic_get", json!({"topic_id": TOPIC_PADDED}))
+        .await;
+    let posts = data["posts"].as_array().unwrap();
+    assert_eq!(posts.len(), 20);
+    for post in posts {
+        let text = inside_fence(&post["text"]);
+        assert_eq!(
+            text.chars().count(),
+            care_domains::discourse::text::MAX_TEXT_CHARS
+        );
+        // The post's words in order (lines wrap at the forum's width); the last may be cut.
+        let read: Vec<&str> = text.split_whitespace().collect();
+        let (_, whole) = read.split_last().unwrap();
+        assert!(
+            whole
+                .iter()
+                .zip(words.split_whitespace())
+                .all(|(a, b)| a == &b)
+        );
+        assert_eq!(post["truncated"], true);
+    }
+    let answer = data.to_string().len();
+    assert!(answer < 21 * 20_000 + 20_000, "{answer} bytes for a page");
+    let last = h
+        .ok(
+            "discourse_topic_get",
+            json!({"topic_id": TOPIC_PADDED, "page": 2}),
+        )
+        .await;
+    assert_eq!(inside_fence(&last["posts"][0]["text"]), "a short reply");
+    assert_eq!(last["posts"][0]["truncated"], false);
+    let one = h
+        .ok(
+            "discourse_post_get",
+            json!({"post_id": posts[3]["post_id"]}),
+        )
+        .await;
+    assert_eq!(one["post"]["text"], posts[3]["text"]);
+    assert_eq!(one["post"]["truncated"], true);
+}
+
 #[tokio::test]
 async fn private_messages_and_topics_out_of_scope_are_never_read() {
     for scope in [

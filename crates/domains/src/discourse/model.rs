@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use care_core::fence::fence;
 
-use super::text::plain_text;
+use super::text::post_text;
 
 /// The only topics this domain reads or writes: public forum topics. Private messages have the
 /// archetype `private_message` and are never read or written.
@@ -58,7 +58,7 @@ pub struct Post {
     pub username: String,
     pub created_at: Option<DateTime<Utc>>,
     pub reply_to_post_number: Option<u64>,
-    /// The post's HTML as Discourse serves it; only ever passed on as [`plain_text`].
+    /// The post's HTML as Discourse serves it; only ever passed on as [`post_text`].
     pub cooked: String,
     /// 1 regular, 2 moderator action, 3 small action, 4 whisper.
     pub post_type: u64,
@@ -342,8 +342,9 @@ fn post_kind(post_type: u64) -> &'static str {
     }
 }
 
-/// What the model reads of a post: its text rendered from HTML and fenced.
+/// What the model reads of a post: its text rendered from HTML, cut to a length and fenced.
 pub fn post_json(p: &Post, by_company: bool) -> Value {
+    let (text, truncated) = post_text(&p.cooked);
     json!({
         "post_id": p.id,
         "topic_id": p.topic_id,
@@ -355,7 +356,8 @@ pub fn post_json(p: &Post, by_company: bool) -> Value {
         "kind": post_kind(p.post_type),
         "version": p.version,
         "deleted": p.deleted,
-        "text": fence(&plain_text(&p.cooked)),
+        "text": fence(&text),
+        "truncated": truncated,
     })
 }
 

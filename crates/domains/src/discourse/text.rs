@@ -5,10 +5,13 @@
 //! The text is still a stranger's: callers fence it before it reaches the model. Raw HTML
 //! never leaves.
 
-use crate::kit::html_text;
+use crate::kit::{cut, html_text};
 
 /// Cooked HTML larger than this is not rendered (Discourse's own post limit is far smaller).
 pub const MAX_COOKED_BYTES: usize = 256 * 1024;
+/// A post's text is cut after this many characters, as a mail body is: a page of 20 posts a
+/// forum member padded to the cooked cap would otherwise hand the model megabytes.
+pub const MAX_TEXT_CHARS: usize = 20_000;
 /// Lines are not wrapped below this width: the model reads paragraphs as written.
 const WIDTH: usize = 10_000;
 /// What stands in for a post whose HTML could not be rendered.
@@ -28,6 +31,11 @@ pub fn plain_text(cooked: &str) -> String {
             UNRENDERABLE.to_owned()
         }
     }
+}
+
+/// What the model reads of a post: [`plain_text`] cut at [`MAX_TEXT_CHARS`], and whether it was.
+pub fn post_text(cooked: &str) -> (String, bool) {
+    cut::to_chars(&plain_text(cooked), MAX_TEXT_CHARS)
 }
 
 #[cfg(test)]
@@ -74,6 +82,31 @@ mod tests {
             &text[..200]
         );
         assert!(text.ends_with("buy now"), "{}", &text[text.len() - 200..]);
+    }
+
+    #[test]
+    fn a_long_post_is_cut_and_says_so() {
+        let words = "lorem ipsum ".repeat(MAX_TEXT_CHARS);
+        let (text, truncated) = post_text(&format!("<p>{words}</p>"));
+        assert!(truncated);
+        assert_eq!(text.chars().count(), MAX_TEXT_CHARS);
+        // The text's words (lines wrap at WIDTH) are the post's, in order; the last may be cut.
+        let read: Vec<&str> = text.split_whitespace().collect();
+        let (last, whole) = read.split_last().unwrap();
+        assert!(
+            whole
+                .iter()
+                .zip(words.split_whitespace())
+                .all(|(a, b)| a == &b)
+        );
+        assert!(
+            words
+                .split_whitespace()
+                .nth(whole.len())
+                .unwrap()
+                .starts_with(last)
+        );
+        assert_eq!(post_text("<p>short</p>"), ("short".to_owned(), false));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! uniform addition. [`http::HttpClient`] for HTTP upstreams (limits, no redirects, one
 //! status-to-code mapping, Retry-After, authentication, writes only with a permit),
 //! [`deadline::deadline`] for the others (IMAP, SMTP, Kubernetes), [`auth`] for credentials,
-//! [`html_text`] for third-party HTML read as text in bounded time.
+//! [`html_text`] for third-party HTML read as text in bounded time, [`cut`] for a stranger's
+//! text cut to a length.
 //! Configuration is read with `care_core::env`; registration goes through
 //! `care_core::registrar`.
 //!
@@ -13,6 +14,7 @@
 //! outside this kit builds an HTTP client (clippy `disallowed-methods`, see `clippy.toml`).
 
 pub mod auth;
+pub mod cut;
 pub mod deadline;
 pub mod html_text;
 pub mod http;

@@ -8,6 +8,8 @@ use serde_json::{Value, json};
 
 use care_core::fence::fence;
 
+use crate::kit::cut;
+
 use super::headers;
 use super::imap::Summary;
 use super::structure::Leaf;
@@ -43,16 +45,8 @@ pub struct Envelope {
     pub has_attachments: bool,
 }
 
-/// Cuts `text` to `max` characters.
-pub fn bounded(text: &str, max: usize) -> (String, bool) {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => (text[..i].to_owned(), true),
-        None => (text.to_owned(), false),
-    }
-}
-
 fn short(text: &str) -> String {
-    bounded(text, MAX_HEADER_TEXT_CHARS).0
+    cut::to_chars(text, MAX_HEADER_TEXT_CHARS).0
 }
 
 fn mailboxes(address: Option<&Address<'_>>) -> Vec<Mailbox> {

@@ -86,7 +86,7 @@ impl ReadTool for MailRead {
                     .unwrap_or_default();
                 let cut_raw = leaf.size > MAX_RAW_BYTES;
                 let text = model::decode_part(&raw, leaf);
-                let (text, cut) = model::bounded(&text, MAX_BODY_CHARS);
+                let (text, cut) = crate::kit::cut::to_chars(&text, MAX_BODY_CHARS);
                 let format = if leaf.mime == "text/html" {
                     "text/html (converted to text)"
                 } else {

@@ -124,7 +124,7 @@ pub fn reply_subject(original: Option<&str>) -> String {
     } else {
         format!("Re: {clean}")
     };
-    crate::mail::model::bounded(&subject, MAX_SUBJECT_CHARS).0
+    crate::kit::cut::to_chars(&subject, MAX_SUBJECT_CHARS).0
 }
 
 impl ExternalWriteTool for MailSend {
