@@ -37,7 +37,7 @@ fn stops_in_order_on(signal: &str) {
         );
         announced.push_str(&line);
         if let Some(url) = line.trim().strip_prefix("approval relay:") {
-            break url.trim().split_whitespace().next().unwrap().to_owned();
+            break url.split_whitespace().next().unwrap().to_owned();
         }
     };
     let relay_addr = relay
