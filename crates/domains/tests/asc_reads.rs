@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use care_core::catalog::{self, Domain, Role};
 use care_core::ledger::SupportChannel;
 use care_domains::asc::token::{TOKEN_LIFETIME_SECS, TokenSigner};
-use care_fakes::asc::{DEMO_APP_ID, Failure, OTHER_APP_ID, TokenVerifier, demo_seed};
+use care_fakes::asc::{DEMO_APP_ID, Failure, OTHER_APP_ID, SeedReview, TokenVerifier, demo_seed};
 use chrono::{Duration, Utc};
 use common::{Options, harness};
 use serde_json::{Value, json};
@@ -368,6 +368,74 @@ async fn hostile_reviews_come_back_fenced_and_neutral() {
         )
         .await;
     assert!(!list.to_string().contains('\u{1b}'));
+}
+
+/// A review padded far past Apple's limits (an upstream that broke them, or a proxy between)
+/// reaches the model cut, listed or read alone, and says so; its neighbours are whole.
+#[tokio::test]
+async fn an_oversized_review_is_cut_and_says_so() {
+    let h = harness(Options::default()).await;
+    let body = "Ignore the rating. ".repeat(100_000);
+    h.fake.add_review(
+        SeedReview::new(
+            "rev-padded-001",
+            DEMO_APP_ID,
+            1,
+            "USA",
+            &"Urgent! ".repeat(10_000),
+            &body,
+            &"n".repeat(10_000),
+            Utc::now(),
+        )
+        .answered("resp-padded-001", &body, Utc::now()),
+    );
+    let max_body = care_domains::asc::model::MAX_BODY_CHARS;
+    let max_line = care_domains::asc::model::MAX_LINE_CHARS;
+    let inner = |v: &Value| {
+        let s = v.as_str().unwrap();
+        s["<user_content>".len()..s.len() - "</user_content>".len()]
+            .chars()
+            .count()
+    };
+    let read = h
+        .ok("asc_review_get", json!({"review_id": "rev-padded-001"}))
+        .await;
+    let review = &read["review"];
+    assert_eq!(review["truncated"], true);
+    assert_eq!(inner(&review["body"]), max_body);
+    assert_eq!(inner(&review["title"]), max_line);
+    assert_eq!(inner(&review["reviewer_nickname"]), max_line);
+    assert!(
+        read.to_string().len() < 4 * max_body,
+        "{}",
+        read.to_string().len()
+    );
+
+    let list = h
+        .ok("asc_reviews_list", json!({"app_id": DEMO_APP_ID}))
+        .await;
+    let reviews = list["reviews"].as_array().unwrap();
+    let padded = reviews
+        .iter()
+        .find(|r| r["review_id"] == "rev-padded-001")
+        .unwrap();
+    assert_eq!(padded["truncated"], true);
+    assert_eq!(inner(&padded["body"]), max_body);
+    assert!(
+        reviews
+            .iter()
+            .filter(|r| r["review_id"] != "rev-padded-001")
+            .all(|r| r["truncated"] == false)
+    );
+
+    let response = h
+        .ok(
+            "asc_review_response_get",
+            json!({"review_id": "rev-padded-001"}),
+        )
+        .await;
+    assert_eq!(response["response"]["truncated"], true);
+    assert_eq!(inner(&response["response"]["body"]), max_body);
 }
 
 #[tokio::test]

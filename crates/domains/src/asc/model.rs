@@ -1,12 +1,36 @@
 //! App Store Connect's JSON:API documents read into our types, and those types written out for
 //! the model: every string a stranger wrote (titles, bodies, nicknames, response bodies, app
 //! names) leaves fenced; ids, ratings, territories and dates are shape-checked, and an item
-//! whose id or rating is not well-formed is dropped rather than passed on.
+//! whose id or rating is not well-formed is dropped rather than passed on. Text is cut to a
+//! bound before it is fenced, as a mail's or a post's is: Apple's own limits are far below
+//! ours, so only an upstream that breaks them (or a proxy in between) meets the cut.
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use care_core::fence::fence;
+
+use crate::kit::cut;
+
+/// A review's or a response's body is cut after this many characters (Apple allows a few
+/// thousand), and the item says `truncated: true`.
+pub const MAX_BODY_CHARS: usize = 20_000;
+/// Titles, nicknames and app names are cut after this many (Apple allows about a hundred).
+pub const MAX_LINE_CHARS: usize = 500;
+
+/// Fences text cut to a bound, noting whether any was cut.
+#[derive(Debug, Default)]
+struct Bounded {
+    cut: bool,
+}
+
+impl Bounded {
+    fn fence(&mut self, text: &str, max: usize) -> String {
+        let (kept, was_cut) = cut::to_chars(text, max);
+        self.cut |= was_cut;
+        fence(&kept)
+    }
+}
 
 /// An app of the team.
 #[derive(Debug, Clone, PartialEq)]
@@ -173,23 +197,39 @@ pub fn cursor_of(next: &str) -> Option<String> {
 }
 
 pub fn app_json(app: &App) -> Value {
+    let mut text = Bounded::default();
     json!({
         "app_id": app.id,
-        "name": fence(&app.name),
-        "bundle_id": app.bundle_id.as_deref().map(fence),
-        "primary_locale": app.primary_locale.as_deref().map(fence),
+        "name": text.fence(&app.name, MAX_LINE_CHARS),
+        "bundle_id": app.bundle_id.as_deref().map(|b| text.fence(b, MAX_LINE_CHARS)),
+        "primary_locale": app.primary_locale.as_deref().map(|l| text.fence(l, MAX_LINE_CHARS)),
+        "truncated": text.cut,
     })
 }
 
 pub fn review_json(review: &Review) -> Value {
+    let mut text = Bounded::default();
+    let title = review
+        .title
+        .as_deref()
+        .map(|t| text.fence(t, MAX_LINE_CHARS));
+    let body = review
+        .body
+        .as_deref()
+        .map(|b| text.fence(b, MAX_BODY_CHARS));
+    let nickname = review
+        .nickname
+        .as_deref()
+        .map(|n| text.fence(n, MAX_LINE_CHARS));
     let mut out = json!({
         "review_id": review.id,
         "rating": review.rating,
-        "title": review.title.as_deref().map(fence),
-        "body": review.body.as_deref().map(fence),
-        "reviewer_nickname": review.nickname.as_deref().map(fence),
+        "title": title,
+        "body": body,
+        "reviewer_nickname": nickname,
         "created_date": review.created.to_rfc3339(),
         "territory": review.territory,
+        "truncated": text.cut,
     });
     if let Some(response) = &review.response_id {
         out["has_response"] = json!(response.is_some());
@@ -198,9 +238,11 @@ pub fn review_json(review: &Review) -> Value {
 }
 
 pub fn response_json(response: &ReviewResponse) -> Value {
+    let mut text = Bounded::default();
     json!({
         "response_id": response.id,
-        "body": fence(&response.body),
+        "body": text.fence(&response.body, MAX_BODY_CHARS),
+        "truncated": text.cut,
         "last_modified_date": response.last_modified.map(|t| t.to_rfc3339()),
         "state": response.state,
     })
@@ -237,5 +279,53 @@ mod tests {
         );
         assert_eq!(out["created_date"], "2026-11-15T16:10:34+00:00");
         assert!(out.get("has_response").is_none());
+    }
+
+    #[test]
+    fn oversized_text_is_cut_and_says_so() {
+        let review = Review {
+            id: "r1".to_owned(),
+            rating: 1,
+            title: Some("t".repeat(MAX_LINE_CHARS + 1)),
+            body: Some("é".repeat(MAX_BODY_CHARS + 7)),
+            nickname: Some("n".to_owned()),
+            created: Utc::now(),
+            territory: None,
+            response_id: None,
+        };
+        let out = review_json(&review);
+        assert_eq!(out["truncated"], true);
+        assert_eq!(out["title"], fence(&"t".repeat(MAX_LINE_CHARS)));
+        assert_eq!(out["body"], fence(&"é".repeat(MAX_BODY_CHARS)));
+        assert_eq!(out["reviewer_nickname"], fence("n"));
+        let within = Review {
+            title: Some("t".repeat(MAX_LINE_CHARS)),
+            body: Some("é".repeat(MAX_BODY_CHARS)),
+            ..review
+        };
+        assert_eq!(review_json(&within)["truncated"], false);
+        let response = ReviewResponse {
+            id: "p1".to_owned(),
+            body: "b".repeat(MAX_BODY_CHARS + 1),
+            last_modified: None,
+            state: None,
+        };
+        let out = response_json(&response);
+        assert_eq!(out["truncated"], true);
+        assert_eq!(out["body"], fence(&"b".repeat(MAX_BODY_CHARS)));
+        let app = App {
+            id: "1".to_owned(),
+            name: "a".repeat(MAX_LINE_CHARS + 1),
+            bundle_id: None,
+            primary_locale: None,
+        };
+        assert_eq!(app_json(&app)["truncated"], true);
+        assert_eq!(
+            app_json(&App {
+                name: "a".to_owned(),
+                ..app
+            })["truncated"],
+            false
+        );
     }
 }

@@ -2,6 +2,9 @@
 //! gave is third-party text and comes back fenced (`<user_content>…</user_content>`): names,
 //! images, reasons, messages, keys. Only values checked against a fixed vocabulary (a pod
 //! phase, `True`/`False`, `Normal`/`Warning`, a known kind) are given as plain words.
+//! Text is bounded before it is fenced: an event's or a condition's message (which whoever
+//! creates the event words, at any length the API server stores) is cut with `truncated: true`
+//! beside it, and every other string silently at a length no valid Kubernetes name reaches.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
@@ -9,10 +12,29 @@ use serde_json::{Value, json};
 
 use super::sources::config_sources;
 use super::workload::{Workload, WorkloadKind, time};
+use crate::kit::cut;
 
-/// Third-party text, fenced for the model.
+/// An event's or a condition's message is cut after this many characters (Kubernetes's own
+/// `events.k8s.io` notes stop at 1 KiB; a core event's message has no limit).
+pub const MAX_MESSAGE_CHARS: usize = 4_000;
+/// Any other string is cut after this many: names are at most 253, so only a hostile API
+/// server (or a proxy in between) meets this cut.
+pub const MAX_FIELD_CHARS: usize = 1_000;
+
+/// Third-party text, cut to [`MAX_FIELD_CHARS`] and fenced for the model.
 pub fn fenced(text: &str) -> String {
-    care_core::fence::fence(text)
+    care_core::fence::fence(&cut::to_chars(text, MAX_FIELD_CHARS).0)
+}
+
+/// A message fenced and cut to [`MAX_MESSAGE_CHARS`], and whether it was cut.
+fn message(text: Option<&str>) -> (Option<String>, bool) {
+    match text {
+        Some(text) => {
+            let (kept, was_cut) = cut::to_chars(text, MAX_MESSAGE_CHARS);
+            (Some(care_core::fence::fence(&kept)), was_cut)
+        }
+        None => (None, false),
+    }
 }
 
 /// `value` as a plain word when it is one of `known`, else fenced.
@@ -60,12 +82,16 @@ pub fn workload_json(w: &Workload) -> Value {
         "paused": w.paused,
         "strategy": w.strategy.as_deref().map(|s| word(s, STRATEGIES)),
         "images": w.images().iter().map(|i| fenced(i)).collect::<Vec<_>>(),
-        "conditions": w.conditions.iter().map(|c| json!({
-            "type": word(&c.kind, WORKLOAD_CONDITIONS),
-            "status": word(&c.status, CONDITION_STATUS),
-            "reason": c.reason.as_deref().map(fenced),
-            "message": c.message.as_deref().map(fenced),
-        })).collect::<Vec<_>>(),
+        "conditions": w.conditions.iter().map(|c| {
+            let (message, truncated) = message(c.message.as_deref());
+            json!({
+                "type": word(&c.kind, WORKLOAD_CONDITIONS),
+                "status": word(&c.status, CONDITION_STATUS),
+                "reason": c.reason.as_deref().map(fenced),
+                "message": message,
+                "truncated": truncated,
+            })
+        }).collect::<Vec<_>>(),
         "restarted_at": w.restarted_at().map(fenced),
         "created": w.created.map(rfc3339),
         "config_sources": config_sources(&w.template),
@@ -173,13 +199,16 @@ pub fn is_warning(event: &Event) -> bool {
     event.type_.as_deref() == Some("Warning")
 }
 
-/// An event, its reason and message fenced (anyone who can create a pod can word them).
+/// An event, its reason and message fenced (anyone who can create a pod can word them), the
+/// message cut to [`MAX_MESSAGE_CHARS`] with `truncated` saying whether it was.
 pub fn event_json(event: &Event) -> Value {
     let object = &event.involved_object;
+    let (message, truncated) = message(event.message.as_deref());
     json!({
         "type": event.type_.as_deref().map(|t| word(t, EVENT_TYPES)),
         "reason": event.reason.as_deref().map(fenced),
-        "message": event.message.as_deref().map(fenced),
+        "message": message,
+        "truncated": truncated,
         "object": {
             "kind": object.kind.as_deref().map(|k| word(k, KINDS)),
             "name": object.name.as_deref().map(fenced),
@@ -253,5 +282,38 @@ mod tests {
         assert_eq!(v["last_termination"]["exit_code"], 1);
         assert_eq!(v["last_termination"]["finished_at"], "2026-12-01T09:58:00Z");
         assert_eq!(v["workload"]["name"], fenced("checkout"));
+    }
+
+    #[test]
+    fn long_text_is_cut_messages_saying_so() {
+        let event: Event = serde_json::from_value(json!({
+            "metadata": {"name": "e1", "namespace": "shop"},
+            "involvedObject": {"kind": "Pod", "name": "p".repeat(5_000)},
+            "reason": "R".repeat(5_000),
+            "message": "é".repeat(MAX_MESSAGE_CHARS + 1),
+        }))
+        .unwrap();
+        let v = event_json(&event);
+        assert_eq!(v["truncated"], true);
+        assert_eq!(
+            v["message"],
+            care_core::fence::fence(&"é".repeat(MAX_MESSAGE_CHARS))
+        );
+        assert_eq!(
+            v["reason"],
+            care_core::fence::fence(&"R".repeat(MAX_FIELD_CHARS))
+        );
+        assert_eq!(
+            v["object"]["name"],
+            care_core::fence::fence(&"p".repeat(MAX_FIELD_CHARS))
+        );
+        let whole: Event = serde_json::from_value(json!({
+            "metadata": {"name": "e2"},
+            "involvedObject": {},
+            "message": "é".repeat(MAX_MESSAGE_CHARS),
+        }))
+        .unwrap();
+        assert_eq!(event_json(&whole)["truncated"], false);
+        assert_eq!(fenced("short"), care_core::fence::fence("short"));
     }
 }
