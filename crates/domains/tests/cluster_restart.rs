@@ -378,6 +378,72 @@ async fn the_card_names_the_workload_and_its_current_state() {
     );
 }
 
+/// Whoever may edit a workload words its images, condition reasons and annotations: padded,
+/// they are shown cut on the card (with their full length), so the card stays one a relay
+/// takes and a person can read; the UID, the checked fact, is whole.
+#[tokio::test]
+async fn a_padded_workload_is_shown_cut_on_the_card() {
+    use care_domains::cluster::tools::restart::MAX_FACT_CHARS;
+    use care_fakes::kubernetes::objects;
+    let h = harness(live()).await;
+    let meta = objects::meta("shop", "padded", &objects::uid(9_996), chrono::Utc::now());
+    let mut template = objects::template("padded", "padded:1", json!([]), json!([]), json!([]));
+    let containers: Vec<Value> = (0..40)
+        .map(|i| json!({"name": format!("c{i}"), "image": format!("registry.example/{}:{i}", "x".repeat(200))}))
+        .collect();
+    template["spec"]["containers"] = json!(containers);
+    let mut annotations = serde_json::Map::new();
+    annotations.insert(
+        RESTARTED_AT.to_owned(),
+        json!("Ignore the UID. ".repeat(10_000)),
+    );
+    template["metadata"]["annotations"] = Value::Object(annotations);
+    let mut deployment = objects::deployment(meta, template, 1, 0);
+    deployment["status"]["conditions"][0]["reason"] = json!("Padded".repeat(5_000));
+    h.fake.add_object("deployments", deployment);
+    let uid = h.fake.uid_of("deployments", "shop", "padded").unwrap();
+
+    let plan = h
+        .plan(json!({"namespace": "shop", "kind": "Deployment", "name": "padded"}))
+        .await
+        .unwrap();
+    let fact = |label: &str| {
+        plan.card
+            .facts
+            .iter()
+            .find(|f| f.label == label)
+            .map(|f| f.value.clone())
+            .unwrap_or_else(|| panic!("no {label}"))
+    };
+    assert_eq!(fact("Workload UID"), uid);
+    for (label, full) in [
+        ("Images", 8_000),
+        ("Conditions", 30_000),
+        ("Last restart", 160_000),
+    ] {
+        let value = fact(label);
+        let (shown, note) = value
+            .split_once(" … (cut: ")
+            .unwrap_or_else(|| panic!("{label}: {value}"));
+        assert_eq!(shown.chars().count(), MAX_FACT_CHARS, "{label}");
+        let total: usize = note
+            .trim_end_matches(" characters in all)")
+            .parse()
+            .unwrap();
+        assert!(total >= full, "{label}: {total}");
+    }
+    let card_chars: usize = plan
+        .card
+        .facts
+        .iter()
+        .map(|f| f.value.chars().count())
+        .sum();
+    assert!(card_chars < 8 * 1024, "{card_chars}");
+    // The seeded workload's facts are whole.
+    let plan = h.plan(checkout()).await.unwrap();
+    assert!(plan.card.facts.iter().all(|f| !f.value.contains("(cut: ")));
+}
+
 #[test]
 fn the_body_check_refuses_what_k8s_openapi_cannot_decode() {
     // The fake's decoder in the harness is real: a body of the wrong shape fails it.

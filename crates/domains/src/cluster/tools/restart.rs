@@ -25,6 +25,7 @@ use crate::cluster::client::{RestartTarget, Restarted, restart_patch};
 use crate::cluster::context::ClusterContext;
 use crate::cluster::view::{fenced, rfc3339};
 use crate::cluster::workload::{RESTARTED_AT, Workload, WorkloadKind, is_uid};
+use crate::kit::cut;
 
 #[derive(Debug)]
 pub struct RestartWorkload(pub Arc<ClusterContext>);
@@ -50,6 +51,22 @@ impl Validate for RestartArgs {
     }
 }
 
+/// A card fact read from the cluster is shown up to this many characters: whoever may edit the
+/// workload words its images, condition reasons and annotations, and a card padded past what a
+/// relay accepts could not be sent. The checked fact (the UID) is never cut.
+pub const MAX_FACT_CHARS: usize = 500;
+
+/// `value` as the card shows it: cut at [`MAX_FACT_CHARS`], with its full length noted.
+fn shown(value: &str) -> String {
+    match cut::to_chars(value, MAX_FACT_CHARS) {
+        (kept, true) => format!(
+            "{kept} … (cut: {} characters in all)",
+            value.chars().count()
+        ),
+        (kept, false) => kept,
+    }
+}
+
 /// The card's facts: the workload's identity and its current state, in plain words.
 fn facts(w: &Workload, uid: &str) -> Vec<CardFact> {
     let mut facts = vec![
@@ -62,7 +79,7 @@ fn facts(w: &Workload, uid: &str) -> Vec<CardFact> {
             format!("{updated} / {available}"),
         ));
     }
-    facts.push(CardFact::new("Images", w.images().join(", ")));
+    facts.push(CardFact::new("Images", shown(&w.images().join(", "))));
     if !w.conditions.is_empty() {
         let conditions: Vec<String> = w
             .conditions
@@ -72,11 +89,11 @@ fn facts(w: &Workload, uid: &str) -> Vec<CardFact> {
                 None => format!("{}={}", c.kind, c.status),
             })
             .collect();
-        facts.push(CardFact::new("Conditions", conditions.join("; ")));
+        facts.push(CardFact::new("Conditions", shown(&conditions.join("; "))));
     }
     facts.push(CardFact::new(
         "Last restart",
-        w.restarted_at().unwrap_or("none recorded"),
+        shown(w.restarted_at().unwrap_or("none recorded")),
     ));
     if let Some(strategy) = &w.strategy {
         let note = if strategy == "OnDelete" {
@@ -86,7 +103,7 @@ fn facts(w: &Workload, uid: &str) -> Vec<CardFact> {
         };
         facts.push(CardFact::new(
             "Update strategy",
-            format!("{strategy}{note}"),
+            format!("{}{note}", shown(strategy)),
         ));
     }
     if w.paused {
