@@ -8,29 +8,13 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use care_core::fence::fence;
-
-use crate::kit::cut;
+use crate::kit::cut::CutFence;
 
 /// A review's or a response's body is cut after this many characters (Apple allows a few
 /// thousand), and the item says `truncated: true`.
 pub const MAX_BODY_CHARS: usize = 20_000;
 /// Titles, nicknames and app names are cut after this many (Apple allows about a hundred).
 pub const MAX_LINE_CHARS: usize = 500;
-
-/// Fences text cut to a bound, noting whether any was cut.
-#[derive(Debug, Default)]
-struct Bounded {
-    cut: bool,
-}
-
-impl Bounded {
-    fn fence(&mut self, text: &str, max: usize) -> String {
-        let (kept, was_cut) = cut::to_chars(text, max);
-        self.cut |= was_cut;
-        fence(&kept)
-    }
-}
 
 /// An app of the team.
 #[derive(Debug, Clone, PartialEq)]
@@ -197,7 +181,7 @@ pub fn cursor_of(next: &str) -> Option<String> {
 }
 
 pub fn app_json(app: &App) -> Value {
-    let mut text = Bounded::default();
+    let mut text = CutFence::default();
     json!({
         "app_id": app.id,
         "name": text.fence(&app.name, MAX_LINE_CHARS),
@@ -208,7 +192,7 @@ pub fn app_json(app: &App) -> Value {
 }
 
 pub fn review_json(review: &Review) -> Value {
-    let mut text = Bounded::default();
+    let mut text = CutFence::default();
     let title = review
         .title
         .as_deref()
@@ -238,7 +222,7 @@ pub fn review_json(review: &Review) -> Value {
 }
 
 pub fn response_json(response: &ReviewResponse) -> Value {
-    let mut text = Bounded::default();
+    let mut text = CutFence::default();
     json!({
         "response_id": response.id,
         "body": text.fence(&response.body, MAX_BODY_CHARS),
@@ -252,6 +236,7 @@ pub fn response_json(response: &ReviewResponse) -> Value {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use care_core::fence::fence;
 
     #[test]
     fn the_cursor_is_taken_from_the_next_link_only() {

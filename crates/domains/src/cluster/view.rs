@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::sources::config_sources;
 use super::workload::{Workload, WorkloadKind, time};
-use crate::kit::cut;
+use crate::kit::cut::{self, CutFence};
 
 /// An event's or a condition's message is cut after this many characters (Kubernetes's own
 /// `events.k8s.io` notes stop at 1 KiB; a core event's message has no limit).
@@ -24,17 +24,6 @@ pub const MAX_FIELD_CHARS: usize = 1_000;
 /// Third-party text, cut to [`MAX_FIELD_CHARS`] and fenced for the model.
 pub fn fenced(text: &str) -> String {
     care_core::fence::fence(&cut::to_chars(text, MAX_FIELD_CHARS).0)
-}
-
-/// A message fenced and cut to [`MAX_MESSAGE_CHARS`], and whether it was cut.
-fn message(text: Option<&str>) -> (Option<String>, bool) {
-    match text {
-        Some(text) => {
-            let (kept, was_cut) = cut::to_chars(text, MAX_MESSAGE_CHARS);
-            (Some(care_core::fence::fence(&kept)), was_cut)
-        }
-        None => (None, false),
-    }
 }
 
 /// `value` as a plain word when it is one of `known`, else fenced.
@@ -83,13 +72,14 @@ pub fn workload_json(w: &Workload) -> Value {
         "strategy": w.strategy.as_deref().map(|s| word(s, STRATEGIES)),
         "images": w.images().iter().map(|i| fenced(i)).collect::<Vec<_>>(),
         "conditions": w.conditions.iter().map(|c| {
-            let (message, truncated) = message(c.message.as_deref());
+            let mut text = CutFence::default();
+            let message = c.message.as_deref().map(|m| text.fence(m, MAX_MESSAGE_CHARS));
             json!({
                 "type": word(&c.kind, WORKLOAD_CONDITIONS),
                 "status": word(&c.status, CONDITION_STATUS),
                 "reason": c.reason.as_deref().map(fenced),
                 "message": message,
-                "truncated": truncated,
+                "truncated": text.cut,
             })
         }).collect::<Vec<_>>(),
         "restarted_at": w.restarted_at().map(fenced),
@@ -203,12 +193,16 @@ pub fn is_warning(event: &Event) -> bool {
 /// message cut to [`MAX_MESSAGE_CHARS`] with `truncated` saying whether it was.
 pub fn event_json(event: &Event) -> Value {
     let object = &event.involved_object;
-    let (message, truncated) = message(event.message.as_deref());
+    let mut text = CutFence::default();
+    let message = event
+        .message
+        .as_deref()
+        .map(|m| text.fence(m, MAX_MESSAGE_CHARS));
     json!({
         "type": event.type_.as_deref().map(|t| word(t, EVENT_TYPES)),
         "reason": event.reason.as_deref().map(fenced),
         "message": message,
-        "truncated": truncated,
+        "truncated": text.cut,
         "object": {
             "kind": object.kind.as_deref().map(|k| word(k, KINDS)),
             "name": object.name.as_deref().map(fenced),
