@@ -52,6 +52,16 @@ pub fn fence(text: &str) -> String {
     out
 }
 
+/// The escaped text inside one block as [`fence`] makes it: `None` unless `text` opens with
+/// [`FENCE_OPEN`], closes with [`FENCE_CLOSE`] and holds no `<` between them (the escaping
+/// leaves none), so a block with a second fence or a raw tag inside is not one.
+#[must_use]
+pub fn fenced_inner(text: &str) -> Option<&str> {
+    text.strip_prefix(FENCE_OPEN)
+        .and_then(|rest| rest.strip_suffix(FENCE_CLOSE))
+        .filter(|inner| !inner.contains('<'))
+}
+
 /// The escaping of [`fence`] without the surrounding tags (people-facing views that must show
 /// every invisible code point use [`crate::display`]).
 #[must_use]
@@ -140,10 +150,26 @@ mod tests {
     }
 
     fn inner(fenced: &str) -> &str {
-        fenced
-            .strip_prefix(FENCE_OPEN)
-            .and_then(|s| s.strip_suffix(FENCE_CLOSE))
-            .expect("fenced output keeps its tags")
+        fenced_inner(fenced).expect("fenced output is one block")
+    }
+
+    #[test]
+    fn only_one_whole_block_has_an_inside() {
+        assert_eq!(
+            fenced_inner(&fence("a <b> & c")),
+            Some("a &lt;b&gt; &amp; c")
+        );
+        assert_eq!(fenced_inner(&fence("")), Some(""));
+        for not_one in [
+            "plain text",
+            "<user_content>no close",
+            "no open</user_content>",
+            "<user_content>a</user_content><user_content>b</user_content>",
+            "<user_content><b>raw</b></user_content>",
+            " <user_content>a</user_content>",
+        ] {
+            assert_eq!(fenced_inner(not_one), None, "{not_one}");
+        }
     }
 
     #[test]

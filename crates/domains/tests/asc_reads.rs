@@ -8,6 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use care_core::catalog::{self, Domain, Role};
+use care_core::fence::fenced_inner;
 use care_core::ledger::SupportChannel;
 use care_domains::asc::token::{TOKEN_LIFETIME_SECS, TokenSigner};
 use care_fakes::asc::{DEMO_APP_ID, Failure, OTHER_APP_ID, SeedReview, TokenVerifier, demo_seed};
@@ -391,12 +392,7 @@ async fn an_oversized_review_is_cut_and_says_so() {
     );
     let max_body = care_domains::asc::model::MAX_BODY_CHARS;
     let max_line = care_domains::asc::model::MAX_LINE_CHARS;
-    let inner = |v: &Value| {
-        let s = v.as_str().unwrap();
-        s["<user_content>".len()..s.len() - "</user_content>".len()]
-            .chars()
-            .count()
-    };
+    let inner = |v: &Value| fenced_inner(v.as_str().unwrap()).unwrap().chars().count();
     let read = h
         .ok("asc_review_get", json!({"review_id": "rev-padded-001"}))
         .await;

@@ -6,7 +6,7 @@
 
 mod kube_harness;
 
-use care_core::fence::fence;
+use care_core::fence::{fence, fenced_inner};
 use care_domains::cluster::access::{self, ApiResource};
 use care_domains::cluster::tools::overview::NODES_FORBIDDEN;
 use care_fakes::kubernetes::objects;
@@ -351,12 +351,7 @@ async fn an_oversized_event_message_is_cut_and_says_so() {
     let data = h.ok("cluster_events", json!({"namespace": "shop"})).await;
     let events = data["events"].as_array().unwrap();
     assert_eq!(data["truncated"], false, "the list is whole");
-    let inner = |v: &Value| {
-        let s = v.as_str().unwrap();
-        s["<user_content>".len()..s.len() - "</user_content>".len()]
-            .chars()
-            .count()
-    };
+    let inner = |v: &Value| fenced_inner(v.as_str().unwrap()).unwrap().chars().count();
     let cut = &events[0];
     assert_eq!(cut["truncated"], true);
     assert_eq!(inner(&cut["message"]), MAX_MESSAGE_CHARS);

@@ -17,10 +17,7 @@ use serde_json::{Value, json};
 fn fenced(value: &Value, out: &mut Vec<String>) {
     match value {
         Value::String(s) => {
-            if let Some(inner) = s
-                .strip_prefix("<user_content>")
-                .and_then(|s| s.strip_suffix("</user_content>"))
-            {
+            if let Some(inner) = care_core::fence::fenced_inner(s) {
                 out.push(inner.to_owned());
             } else {
                 assert!(!s.contains("<user_content>"), "a fence inside text: {s}");

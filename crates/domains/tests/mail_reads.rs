@@ -177,10 +177,7 @@ async fn reading_decodes_prefers_text_lists_attachments_and_leaves_seen_unset() 
             body.contains("export") && body.contains("Thanks, Sam"),
             "{label}: {body}"
         );
-        let inner = body
-            .strip_prefix("<user_content>")
-            .and_then(|b| b.strip_suffix("</user_content>"))
-            .unwrap();
+        let inner = care_core::fence::fenced_inner(body).unwrap();
         assert!(
             !inner.contains('<') && !inner.contains("steal()"),
             "{label}: {body}"

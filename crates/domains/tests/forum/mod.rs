@@ -173,8 +173,7 @@ impl Harness {
 /// The text between the fence's tags; panics when `value` is not one fenced string.
 pub fn inside_fence(value: &Value) -> String {
     let text = value.as_str().unwrap();
-    text.strip_prefix("<user_content>")
-        .and_then(|t| t.strip_suffix("</user_content>"))
-        .unwrap_or_else(|| panic!("not fenced: {text}"))
+    care_core::fence::fenced_inner(text)
+        .unwrap_or_else(|| panic!("not one fenced block: {text}"))
         .to_owned()
 }
