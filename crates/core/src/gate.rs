@@ -65,17 +65,10 @@ struct Call {
     digest: String,
 }
 
-/// A new stdio session label: `s-` and 16 random hex digits.
-///
-/// Straight from the kernel (one `getrandom`), not from the thread RNG: that RNG's first use
-/// probes the CPU's vector features, about a dozen `cpuid`s, and a virtual machine traps every
-/// `cpuid` (7 µs each on one of this project's VMs: 0.1 ms of every start).
+/// A new stdio session label: `s-` and 16 random hex digits (made at start: see
+/// [`crate::entropy`]).
 fn new_session_label() -> String {
-    use rand::TryRngCore;
-    let n = rand::rngs::OsRng
-        .try_next_u64()
-        .unwrap_or_else(|_| rand::random::<u64>());
-    format!("s-{n:016x}")
+    format!("s-{}", hex::encode(crate::entropy::kernel_bytes::<8>()))
 }
 
 impl Gate {

@@ -38,6 +38,7 @@ pub mod clients;
 pub mod config;
 pub mod decision;
 pub mod display;
+pub mod entropy;
 pub mod env;
 pub mod envelope;
 pub mod error;

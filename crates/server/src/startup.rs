@@ -135,15 +135,8 @@ pub(crate) fn existing_audit_salt(config: &Config) -> Result<Vec<u8>, StartError
     }
 }
 
-/// 32 bytes from the kernel (as the session label: the thread RNG's first use costs a start a
-/// dozen trapped `cpuid`s on a VM).
 fn random_salt() -> Vec<u8> {
-    use rand::TryRngCore;
-    let mut bytes = [0u8; 32];
-    if rand::rngs::OsRng.try_fill_bytes(&mut bytes).is_err() {
-        bytes = rand::random();
-    }
-    hex::encode(bytes).into_bytes()
+    hex::encode(care_core::entropy::kernel_bytes::<32>()).into_bytes()
 }
 
 fn kept_salt(db: &Path) -> std::io::Result<Vec<u8>> {
