@@ -77,6 +77,11 @@ impl Link {
 
     /// Links through ld-ordered (with `nm` as given) and returns each function's address.
     fn through_script(&self, nm: &str) -> HashMap<String, u64> {
+        self.through_script_in(nm, self.dir.path())
+    }
+
+    /// The same, with `TMPDIR` as given (where the script keeps its first link).
+    fn through_script_in(&self, nm: &str, tmpdir: &Path) -> HashMap<String, u64> {
         let out = self.dir.path().join("through-script");
         let mut cc = Command::new("cc");
         cc.arg("-O1")
@@ -89,7 +94,7 @@ impl Link {
             .env("CARE_LINK_LLD", rustc_lld())
             .env("CARE_LINK_ORDER", &self.list)
             .env("CARE_LINK_NM", nm)
-            .env("TMPDIR", self.dir.path());
+            .env("TMPDIR", tmpdir);
         run(&mut cc);
         addresses(&out)
     }
@@ -187,6 +192,18 @@ fn the_list_as_is_loses_the_renumbered_copy() {
 fn without_nm_the_list_is_used_as_it_is() {
     let link = Link::new(STALE_LIST);
     let at = link.through_script("/nonexistent/nm");
+    assert!(ordered_first(&at, &["care_exact"]), "{at:?}");
+    assert!(
+        !ordered_first(&at, &["care_copy.7", "care_exact"]),
+        "{at:?}"
+    );
+    run(&mut Command::new(link.dir.path().join("through-script")));
+}
+
+#[test]
+fn without_a_work_dir_the_list_is_used_as_it_is() {
+    let link = Link::new(STALE_LIST);
+    let at = link.through_script_in("nm", &link.dir.path().join("no-such-dir"));
     assert!(ordered_first(&at, &["care_exact"]), "{at:?}");
     assert!(
         !ordered_first(&at, &["care_copy.7", "care_exact"]),
