@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/link/ld-ordered");
 const FILLERS: usize = 40;
@@ -38,17 +39,20 @@ fn program() -> String {
     c
 }
 
-/// rustc's own LLD (what care-mcp's release link runs).
-fn rustc_lld() -> PathBuf {
-    let out = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
-        .args(["--print", "sysroot"])
-        .output()
-        .expect("rustc --print sysroot");
-    let sysroot = String::from_utf8(out.stdout).unwrap();
-    let lld =
-        Path::new(sysroot.trim()).join("lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld/ld.lld");
-    assert!(lld.is_file(), "rustc's LLD at {}", lld.display());
-    lld
+/// rustc's own LLD (what care-mcp's release link runs), looked up once.
+fn rustc_lld() -> &'static Path {
+    static LLD: OnceLock<PathBuf> = OnceLock::new();
+    LLD.get_or_init(|| {
+        let out = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+            .args(["--print", "sysroot"])
+            .output()
+            .expect("rustc --print sysroot");
+        let sysroot = String::from_utf8(out.stdout).unwrap();
+        let lld = Path::new(sysroot.trim())
+            .join("lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld/ld.lld");
+        assert!(lld.is_file(), "rustc's LLD at {}", lld.display());
+        lld
+    })
 }
 
 struct Link {
@@ -83,20 +87,27 @@ impl Link {
     /// The same, with `TMPDIR` as given (where the script keeps its first link).
     fn through_script_in(&self, nm: &str, tmpdir: &Path) -> HashMap<String, u64> {
         let out = self.dir.path().join("through-script");
+        run(&mut self.script_cc(nm, tmpdir, &out));
+        addresses(&out)
+    }
+
+    /// gcc compiling the source and linking it to `out` through ld-ordered, as build.rs sets
+    /// it up (its own -B directory, -fuse-ld=mold), with rustc's LLD and this list.
+    fn script_cc(&self, nm: &str, tmpdir: &Path, out: &Path) -> Command {
         let mut cc = Command::new("cc");
         cc.arg("-O1")
             .arg("-ffunction-sections")
+            .arg("-Wno-implicit-function-declaration")
             .arg(format!("-B{}", self.dir.path().join("bin").display()))
             .arg("-fuse-ld=mold")
             .arg(&self.source)
             .arg("-o")
-            .arg(&out)
+            .arg(out)
             .env("CARE_LINK_LLD", rustc_lld())
             .env("CARE_LINK_ORDER", &self.list)
             .env("CARE_LINK_NM", nm)
             .env("TMPDIR", tmpdir);
-        run(&mut cc);
-        addresses(&out)
+        cc
     }
 
     /// Links with the list handed to LLD as it is (what build.rs did before ld-ordered).
@@ -188,28 +199,26 @@ fn the_list_as_is_loses_the_renumbered_copy() {
     );
 }
 
+/// A fallback's link: the list as it is (care_exact placed, the renumbered copy not), and a
+/// program that runs.
+fn assert_list_used_as_is(link: &Link, at: &HashMap<String, u64>) {
+    assert!(ordered_first(at, &["care_exact"]), "{at:?}");
+    assert!(!ordered_first(at, &["care_copy.7", "care_exact"]), "{at:?}");
+    run(&mut Command::new(link.dir.path().join("through-script")));
+}
+
 #[test]
 fn without_nm_the_list_is_used_as_it_is() {
     let link = Link::new(STALE_LIST);
     let at = link.through_script("/nonexistent/nm");
-    assert!(ordered_first(&at, &["care_exact"]), "{at:?}");
-    assert!(
-        !ordered_first(&at, &["care_copy.7", "care_exact"]),
-        "{at:?}"
-    );
-    run(&mut Command::new(link.dir.path().join("through-script")));
+    assert_list_used_as_is(&link, &at);
 }
 
 #[test]
 fn without_a_work_dir_the_list_is_used_as_it_is() {
     let link = Link::new(STALE_LIST);
     let at = link.through_script_in("nm", &link.dir.path().join("no-such-dir"));
-    assert!(ordered_first(&at, &["care_exact"]), "{at:?}");
-    assert!(
-        !ordered_first(&at, &["care_copy.7", "care_exact"]),
-        "{at:?}"
-    );
-    run(&mut Command::new(link.dir.path().join("through-script")));
+    assert_list_used_as_is(&link, &at);
 }
 
 #[test]
@@ -220,16 +229,8 @@ fn a_failed_link_fails_and_leaves_no_work_dir() {
         "int main(void) { return missing_function(); }\n",
     )
     .unwrap();
-    let out = Command::new("cc")
-        .arg(format!("-B{}", link.dir.path().join("bin").display()))
-        .arg("-fuse-ld=mold")
-        .arg("-Wno-implicit-function-declaration")
-        .arg(&link.source)
-        .arg("-o")
-        .arg(link.dir.path().join("never"))
-        .env("CARE_LINK_LLD", rustc_lld())
-        .env("CARE_LINK_ORDER", &link.list)
-        .env("TMPDIR", link.dir.path())
+    let out = link
+        .script_cc("nm", link.dir.path(), &link.dir.path().join("never"))
         .output()
         .unwrap();
     assert!(!out.status.success());
