@@ -1,7 +1,8 @@
-# care-mcp's image: the care-mcp binary and the six role wrappers (links to it: care-mcp
-# serves the role its name says) in /usr/local/bin, the shared libraries the binary links
-# (exactly what `ldd` lists), the CA certificates the upstream clients trust, and a passwd
-# entry for uid 65532. FROM scratch: no shell, no package manager, nothing writable needed.
+# care-mcp's image: the care-mcp binary, linked statically (scripts/build-binary), and the six
+# role wrappers (links to it: care-mcp serves the role its name says) in /usr/local/bin, the CA
+# certificates the upstream clients trust, an nsswitch.conf (/etc/hosts before DNS) and a
+# passwd entry for uid 65532. FROM scratch: no shell, no package manager, no shared library,
+# nothing writable needed.
 #
 # From source (operators; needs the Rust image and crates.io):
 #   podman build -t care-mcp .              (or docker build)
@@ -25,10 +26,10 @@ COPY .cargo .cargo
 COPY crates crates
 # Embedded into the binary by sqlx::migrate! (no sqlx query macros: no offline query data).
 COPY migrations migrations
-COPY scripts/image-rootfs scripts/image-rootfs
+COPY scripts/build-binary scripts/image-rootfs scripts/
 # Every crate from the lock file first; the build itself then runs offline.
 RUN cargo fetch --locked
-RUN cargo build --release --locked --offline -p care-mcp --bin care-mcp
+RUN scripts/build-binary --locked --offline
 RUN scripts/image-rootfs target/release/care-mcp /rootfs
 
 FROM scratch AS rootfs-source

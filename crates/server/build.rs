@@ -36,7 +36,8 @@ fn main() {
     }
     // Relative relocations as a bitmap (glibc 2.36+, Debian 12): kilobytes instead of 1.3 MiB.
     println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
-    // The benchmark's baselines too (examples/), so the rmcp floor is linked as the binary is.
+    // The benchmark's baselines too (examples/), so the rmcp floor is linked as the binary is
+    // (bench/run links it statically too, through scripts/build-binary).
     println!("cargo:rustc-link-arg-examples=-Wl,-z,pack-relative-relocs");
     if !order.is_file() {
         return;

@@ -3,8 +3,11 @@
 //! `CARE_TEST_IMAGE_ROOT`; no container runtime can run here), mounted read-only in a mount
 //! namespace, the Deployment's Secret volumes and the kubelet's service-account files mounted
 //! where the manifest puts them, `chroot` as uid/gid 65532, and exactly the Deployment's
-//! variables (plus the two the kubelet adds). Then a full MCP handshake, `tools/list`, and one
-//! ledger call against a fresh Postgres database.
+//! variables (plus the two the kubelet adds), and the `/etc/hosts` and `/etc/resolv.conf` a
+//! kubelet mounts into every container. Then a full MCP handshake, `tools/list`, and one ledger
+//! call against a fresh Postgres database reached by a host name, as a pod reaches a Service.
+//! The image holds no shared library: the binary is linked statically (`scripts/build-binary`)
+//! and must find names and randomness with nothing but the kernel and those two files.
 //!
 //! Without `CARE_TEST_IMAGE_ROOT` this test has nothing to run (the workspace run);
 //! `scripts/image-test` fails unless the run below printed its last line.
@@ -13,6 +16,8 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Seek, SeekFrom};
+use std::net::{IpAddr, ToSocketAddrs};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,6 +31,10 @@ const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount
 /// Throwaway secp256k1 keys: secret 1 (the server's) and the x-coordinate of 2·G (an approver).
 const SERVER_SECRET: &str = "0000000000000000000000000000000000000000000000000000000000000001";
 const APPROVER_PUBLIC: &str = "c6047f9441ed7d6d3045406e95c07cd85c778e4b8cef3ca7abac09b95c709ee5";
+/// The database's host name in the pod's `DATABASE_URL`, found through the mounted `/etc/hosts`
+/// (the image's `/etc/nsswitch.conf` puts files before DNS, as a Kubernetes `hostAliases`
+/// entry needs).
+const DATABASE_HOST: &str = "care-postgres.care-mcp.svc.cluster.local";
 /// What `scripts/image-test` looks for in the output: the run got to the end.
 const DONE: &str =
     "image rootfs: ops served as 65532 read-only through a handshake and a ledger call";
@@ -82,8 +91,10 @@ fn the_image_serves_ops_read_only_as_65532() {
         root.join("usr/local/bin/care-mcp-ops").exists(),
         "not a care-mcp rootfs"
     );
+    assert_static_without_libraries(&root);
     let (db_url, _db) = block_on(care_ledger::test_support::fresh_postgres_db());
     let work = tempfile::tempdir().unwrap();
+    let (db_url, db_address) = by_host_name(&db_url);
 
     let deployment = manifest("base/roles/care-mcp-ops.yaml");
     let config = manifest("base/configmap.yaml");
@@ -166,12 +177,31 @@ fn the_image_serves_ops_read_only_as_65532() {
     secret_file(&account.join("ca.crt"), &ca, 0o644);
     secret_file(&account.join("namespace"), "care-mcp", 0o644);
     mounts.push((account, SERVICE_ACCOUNT_DIR.to_owned()));
+    // The kubelet's two name-resolution files. The cluster's DNS is a port nothing answers on
+    // here: the database's name must come from the hosts file.
+    let hosts = work.path().join("hosts");
+    std::fs::write(
+        &hosts,
+        format!("127.0.0.1\tlocalhost\n{db_address}\t{DATABASE_HOST}\n"),
+    )
+    .unwrap();
+    let resolv = work.path().join("resolv.conf");
+    std::fs::write(
+        &resolv,
+        "nameserver 127.0.0.1\nsearch care-mcp.svc.cluster.local\noptions ndots:5 timeout:1 attempts:1\n",
+    )
+    .unwrap();
+    let files = [(hosts, "/etc/hosts"), (resolv, "/etc/resolv.conf")];
 
     // Mount points exist in a container's rootfs because the runtime makes them; here the
     // unpacked copy is ours to add them to before it is mounted read-only.
     for (_, target) in &mounts {
         std::fs::create_dir_all(root.join(target.trim_start_matches('/'))).unwrap();
     }
+    for (_, target) in &files {
+        std::fs::write(root.join(target.trim_start_matches('/')), "").unwrap();
+    }
+    let files = files.map(|(source, target)| (source, target.to_owned()));
     let root_text = root.to_str().unwrap();
     // `env -i` drops PATH: chroot is named by its path, found before.
     let mut script = String::from("set -e\nchroot=$(command -v chroot)\nmount --make-rprivate /\n");
@@ -179,7 +209,7 @@ fn the_image_serves_ops_read_only_as_65532() {
         "mount --bind {r} {r}\nmount -o remount,bind,ro {r}\n",
         r = single_quoted(root_text)
     );
-    for (source, target) in &mounts {
+    for (source, target) in mounts.iter().chain(&files) {
         let at = format!("{root_text}{target}");
         script += &format!(
             "mount --bind {s} {t}\nmount -o remount,bind,ro {t}\n",
@@ -248,6 +278,73 @@ fn the_image_serves_ops_read_only_as_65532() {
     assert_eq!(finished.code(), Some(0), "{}", finished.stderr);
     finished.assert_stdout_is_protocol();
     eprintln!("{DONE}");
+}
+
+/// The URL with its host replaced by [`DATABASE_HOST`], and the address that name must resolve to.
+fn by_host_name(db_url: &str) -> (String, IpAddr) {
+    let mut url = reqwest::Url::parse(db_url).unwrap();
+    let port = url.port().unwrap_or(5432);
+    // An IPv6 literal comes bracketed.
+    let host = url
+        .host_str()
+        .unwrap()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let address = host.parse::<IpAddr>().unwrap_or_else(|_| {
+        let mut found = (host, port).to_socket_addrs().unwrap();
+        found.next().unwrap().ip()
+    });
+    url.set_host(Some(DATABASE_HOST)).unwrap();
+    (url.to_string(), address)
+}
+
+/// The image as `scripts/build-binary` links it: no program interpreter in the binary and no
+/// shared object anywhere in the root, so nothing in it depends on a glibc of some version.
+fn assert_static_without_libraries(root: &Path) {
+    let binary = root.join("usr/local/bin/care-mcp");
+    assert!(
+        !has_program_interpreter(&binary),
+        "{} names a program interpreter: not linked statically",
+        binary.display()
+    );
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            assert!(
+                !(name.ends_with(".so") || name.contains(".so.")),
+                "shared object in the image: {}",
+                entry.path().display()
+            );
+            if entry.file_type().unwrap().is_dir() {
+                dirs.push(entry.path());
+            }
+        }
+    }
+}
+
+/// Whether a 64-bit little-endian ELF file has a PT_INTERP program header.
+fn has_program_interpreter(path: &Path) -> bool {
+    const PT_INTERP: u32 = 3;
+    let mut file = std::fs::File::open(path).unwrap();
+    let mut header = [0u8; 64];
+    file.read_exact(&mut header).unwrap();
+    assert_eq!(
+        &header[..5],
+        b"\x7fELF\x02",
+        "not a 64-bit ELF: {}",
+        path.display()
+    );
+    let table_offset = u64::from_le_bytes(header[0x20..0x28].try_into().unwrap());
+    let entry_size = usize::from(u16::from_le_bytes(header[0x36..0x38].try_into().unwrap()));
+    let entries = usize::from(u16::from_le_bytes(header[0x38..0x3a].try_into().unwrap()));
+    let mut table = vec![0u8; entry_size * entries];
+    file.seek(SeekFrom::Start(table_offset)).unwrap();
+    file.read_exact(&mut table).unwrap();
+    table
+        .chunks_exact(entry_size)
+        .any(|entry| u32::from_le_bytes(entry[..4].try_into().unwrap()) == PT_INTERP)
 }
 
 fn strings(v: &Value) -> Vec<String> {
