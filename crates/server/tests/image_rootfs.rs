@@ -191,17 +191,19 @@ fn the_image_serves_ops_read_only_as_65532() {
         "nameserver 127.0.0.1\nsearch care-mcp.svc.cluster.local\noptions ndots:5 timeout:1 attempts:1\n",
     )
     .unwrap();
-    let files = [(hosts, "/etc/hosts"), (resolv, "/etc/resolv.conf")];
+    mounts.push((hosts, "/etc/hosts".to_owned()));
+    mounts.push((resolv, "/etc/resolv.conf".to_owned()));
 
     // Mount points exist in a container's rootfs because the runtime makes them; here the
     // unpacked copy is ours to add them to before it is mounted read-only.
-    for (_, target) in &mounts {
-        std::fs::create_dir_all(root.join(target.trim_start_matches('/'))).unwrap();
+    for (source, target) in &mounts {
+        let point = root.join(target.trim_start_matches('/'));
+        if source.is_dir() {
+            std::fs::create_dir_all(point).unwrap();
+        } else {
+            std::fs::write(point, "").unwrap();
+        }
     }
-    for (_, target) in &files {
-        std::fs::write(root.join(target.trim_start_matches('/')), "").unwrap();
-    }
-    let files = files.map(|(source, target)| (source, target.to_owned()));
     let root_text = root.to_str().unwrap();
     // `env -i` drops PATH: chroot is named by its path, found before.
     let mut script = String::from("set -e\nchroot=$(command -v chroot)\nmount --make-rprivate /\n");
@@ -209,7 +211,7 @@ fn the_image_serves_ops_read_only_as_65532() {
         "mount --bind {r} {r}\nmount -o remount,bind,ro {r}\n",
         r = single_quoted(root_text)
     );
-    for (source, target) in mounts.iter().chain(&files) {
+    for (source, target) in &mounts {
         let at = format!("{root_text}{target}");
         script += &format!(
             "mount --bind {s} {t}\nmount -o remount,bind,ro {t}\n",
