@@ -153,6 +153,17 @@ impl PostgresLedger {
         self.reads.submit(id.to_owned()).await
     }
 
+    /// Postgres lists inside its write transaction (`impl_ledger!`): a lapsed row's update
+    /// and the listing are round trips on one connection either way.
+    #[allow(clippy::unused_async)]
+    async fn read_approvals_unless_lapsed(
+        &self,
+        _status: Option<&str>,
+        _limit: i64,
+    ) -> Result<Option<Vec<ApprovalRecord>>, LedgerError> {
+        Ok(None)
+    }
+
     pub(crate) async fn read_client_by_key(
         &self,
         key_id: &str,

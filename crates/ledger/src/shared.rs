@@ -2,7 +2,8 @@
 //! for a backend type that provides `ready()` (the migrated pool), `begin_write()` (a
 //! transaction that serialises deciders: Postgres `BEGIN` plus a row lock, SQLite `BEGIN
 //! IMMEDIATE`), `shutdown()`, the hot reads `read_approval()` and `read_kpi_series()` (SQLite answers them on
-//! the calling thread), the per-call writes `write_consume()` and `write_outcome()` (SQLite's
+//! the calling thread), `read_approvals_unless_lapsed()` (SQLite's listing without the write
+//! lock; Postgres lists in its transaction), the per-call writes `write_consume()` and `write_outcome()` (SQLite's
 //! on its writer thread) and a [`crate::sql::Dialect`]. What differs per backend (connection options,
 //! the migration lock, the clock expression) stays in `postgres.rs` / `sqlite.rs` / `sql.rs`.
 
@@ -102,13 +103,28 @@ macro_rules! impl_ledger {
                 status: Option<ApprovalStatus>,
                 limit: u32,
             ) -> Result<Vec<ApprovalRow>, LedgerError> {
+                // A plain read first, as for one approval: the write only when a live row
+                // has lapsed, whether the read saw it (`None`) or it lapsed as it was listed.
+                let status_text = status.map(ApprovalStatus::as_str);
+                if let Some(recs) = self
+                    .read_approvals_unless_lapsed(status_text, rows::limit(limit))
+                    .await?
+                {
+                    let listed = recs
+                        .into_iter()
+                        .map(rows::approval_at)
+                        .collect::<Result<Vec<_>, _>>()?;
+                    if !listed.iter().any(|(row, now)| rules::lapsed(row, *now)) {
+                        return Ok(listed.into_iter().map(|(row, _)| row).collect());
+                    }
+                }
                 let mut tx = self.begin_write().await?;
                 sqlx::query($dialect.expire_all)
                     .execute(&mut *tx)
                     .await
                     .map_err(db)?;
                 let recs: Vec<ApprovalRecord> = sqlx::query_as($dialect.list_approvals)
-                    .bind(status.map(ApprovalStatus::as_str))
+                    .bind(status_text)
                     .bind(rows::limit(limit))
                     .fetch_all(&mut *tx)
                     .await

@@ -161,11 +161,23 @@ pub(crate) const CONSUME_BATCH_POSTGRES: &str = concat!(
     approval_columns!(postgres_now!())
 );
 
-/// SQLite: `'now'` is fixed for the duration of one statement. (`julianday` rather than
-/// `unixepoch('subsec')`, which needs SQLite 3.42.)
-pub(crate) const SQLITE: Dialect = dialect!(
-    "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
-    ""
+/// SQLite's clock: `'now'` is fixed for the duration of one statement. (`julianday` rather
+/// than `unixepoch('subsec')`, which needs SQLite 3.42.)
+macro_rules! sqlite_now {
+    () => {
+        "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
+    };
+}
+
+pub(crate) const SQLITE: Dialect = dialect!(sqlite_now!(), "");
+
+/// SQLite: whether a live approval has lapsed and must be stored `expired` before a listing
+/// can be answered without a write (the live-expiry index holds only live rows).
+pub(crate) const SQLITE_ANY_LAPSED: &str = concat!(
+    "SELECT EXISTS (SELECT 1 FROM approvals WHERE status IN ('pending', 'approved') \
+     AND expires_at <= ",
+    sqlite_now!(),
+    ")"
 );
 
 pub(crate) const PING: &str = "SELECT 1";

@@ -140,7 +140,7 @@ impl SqliteLedger {
                     Some(path) => Some(lock_file(path.clone()).await?),
                     None => None,
                 };
-                MIGRATOR.run(&self.pool).await.map_err(migrate)?;
+                self.migrate().await?;
                 if let Some(checkpointer) = &self.checkpointer {
                     checkpointer.start();
                 }
@@ -148,6 +148,27 @@ impl SqliteLedger {
             })
             .await?;
         Ok(&self.pool)
+    }
+
+    /// Applies the migrations. A file ledger migrates on a connection of its own, closed once
+    /// done: the pool's connection holds a thread and SQLite's caches for the process's life,
+    /// and a role session's calls go to the reader and the writer, so the process that found
+    /// the file new would keep both for nothing (`bench/roles`: 0.4 MiB). `:memory:` is one
+    /// database per connection: it migrates the pool's.
+    async fn migrate(&self) -> Result<(), LedgerError> {
+        if self.migrate_lock.is_none() {
+            return MIGRATOR.run(&self.pool).await.map_err(migrate);
+        }
+        let once = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_with((*self.pool.connect_options()).clone())
+            .await
+            .map_err(db)?;
+        let applied = MIGRATOR.run(&once).await.map_err(migrate);
+        // Waits for the connection's thread to close the file.
+        once.close().await;
+        applied
     }
 
     /// Every migration this build embeds is applied, unchanged, and nothing else: read on the
@@ -188,6 +209,22 @@ impl SqliteLedger {
                 .fetch_optional(pool)
                 .await
                 .map_err(db),
+        }
+    }
+
+    /// A listing from the reader, unless a live approval has lapsed (`None`: the listing
+    /// stores it `expired` first, in a write transaction). The write lock is then taken only
+    /// when there is something to write, so an agent listing in a loop never waits on, or
+    /// holds up, another process's consume.
+    async fn read_approvals_unless_lapsed(
+        &self,
+        status: Option<&str>,
+        limit: i64,
+    ) -> Result<Option<Vec<ApprovalRecord>>, LedgerError> {
+        self.ready().await?;
+        match &self.reader {
+            Some(reader) => reader.approvals_unless_lapsed(status, limit),
+            None => Ok(None),
         }
     }
 
@@ -289,20 +326,26 @@ impl SqliteLedger {
     }
 }
 
-/// Opens (creating) `path` and takes an exclusive advisory lock on it, released on drop.
+/// Opens (creating) `path` and takes an exclusive advisory lock on it, released on drop. The
+/// lock is tried at once; only when another process holds it (migrating the same new file) does
+/// a blocking-pool thread wait for it, so the usual first start spawns no thread for it.
 async fn lock_file(path: PathBuf) -> Result<std::fs::File, LedgerError> {
-    tokio::task::spawn_blocking(move || {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)?;
-        file.lock()?;
-        Ok::<_, std::io::Error>(file)
-    })
-    .await
-    .map_err(|e| LedgerError::Unavailable(format!("migration lock: {e}")))?
-    .map_err(|e| LedgerError::Unavailable(format!("migration lock: {e}")))
+    let lock_error = |e: std::io::Error| LedgerError::Unavailable(format!("migration lock: {e}"));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(lock_error)?;
+    match file.try_lock() {
+        Ok(()) => return Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => {}
+        Err(std::fs::TryLockError::Error(e)) => return Err(lock_error(e)),
+    }
+    tokio::task::spawn_blocking(move || file.lock().map(|()| file))
+        .await
+        .map_err(|e| LedgerError::Unavailable(format!("migration lock: {e}")))?
+        .map_err(lock_error)
 }
 
 crate::audit_store::impl_audit_store!(SqliteLedger);

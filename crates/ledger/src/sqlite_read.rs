@@ -84,7 +84,7 @@ impl Reader {
     }
 
     fn open(&self) -> rusqlite::Result<Connection> {
-        // The file exists and is migrated: the sqlx pool created it before any read.
+        // The file exists and is migrated: the migration's connection created it before any read.
         let conn = Connection::open_with_flags(
             &self.path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -127,6 +127,33 @@ impl Reader {
             conn.prepare_cached(sql::SQLITE.select_approval)?
                 .query_row([id], ApprovalRecord::from_sqlite)
                 .optional()
+        })
+    }
+
+    /// The listing, read in one snapshot, or `None` when a live approval has lapsed: storing
+    /// it `expired` comes first, and that is a write.
+    pub(crate) fn approvals_unless_lapsed(
+        &self,
+        status: Option<&str>,
+        limit: i64,
+    ) -> Result<Option<Vec<ApprovalRecord>>, LedgerError> {
+        self.with(|conn| {
+            // Dropped unfinished: a read-only transaction rolls back to nothing.
+            let snapshot = conn.unchecked_transaction()?;
+            let lapsed: bool = snapshot
+                .prepare_cached(sql::SQLITE_ANY_LAPSED)?
+                .query_row([], |r| r.get(0))?;
+            if lapsed {
+                return Ok(None);
+            }
+            snapshot
+                .prepare_cached(sql::SQLITE.list_approvals)?
+                .query_map(
+                    rusqlite::params![status, limit],
+                    ApprovalRecord::from_sqlite,
+                )?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map(Some)
         })
     }
 

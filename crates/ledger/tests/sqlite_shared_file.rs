@@ -72,3 +72,32 @@ async fn six_ledgers_open_and_write_one_fresh_file() {
     assert!(report.intact(), "{report:?}");
     assert_eq!(ledgers[0].recent_audit(1000).await.unwrap().len(), 120);
 }
+
+/// A process that finds the migration lock of a new file held (another process migrating it)
+/// waits for it without failing, then finds every migration applied.
+#[tokio::test]
+async fn a_ledger_waits_while_another_process_migrates() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.db");
+    let other = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.path().join("ledger.db.migrate-lock"))
+        .unwrap();
+    other.lock().unwrap();
+
+    let ledger = SqliteLedger::open(&path).unwrap();
+    let ready = tokio::spawn(async move { ledger.ping().await });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !ready.is_finished(),
+        "the ledger went on while another process held the migration lock"
+    );
+    other.unlock().unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), ready)
+        .await
+        .expect("still waiting after the lock was released")
+        .unwrap()
+        .unwrap();
+}

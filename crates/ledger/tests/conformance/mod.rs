@@ -237,6 +237,45 @@ pub async fn case_list_order_filter_and_expiry(l: &dyn Ledger) {
     );
 }
 
+/// A listing filtered to one status sees rows that lapsed with nobody reading them: the
+/// pending one and the approved one are stored `expired` by the listing itself, and neither
+/// is still listed as what it was.
+pub async fn case_filtered_list_sees_rows_lapsed_unread(l: &dyn Ledger) {
+    l.create_approval(&short_lived(l, "u1", 300).await)
+        .await
+        .unwrap();
+    let approved = short_lived(l, "u2", 300).await;
+    l.create_approval(&approved).await.unwrap();
+    l.record_decision(&decision("u2", &a(), Decision::Approve, 1), &legacy())
+        .await
+        .unwrap();
+    let live = new_approval(l, "u3").await;
+    l.create_approval(&live).await.unwrap();
+    let pending = l
+        .list_approvals(Some(ApprovalStatus::Pending), 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        pending.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        ["u3", "u1"]
+    );
+    wait_past(l, approved.expires_at).await;
+    let expired = l
+        .list_approvals(Some(ApprovalStatus::Expired), 10)
+        .await
+        .unwrap();
+    let mut ids: Vec<_> = expired.iter().map(|r| r.id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["u1", "u2"]);
+    for status in [ApprovalStatus::Pending, ApprovalStatus::Approved] {
+        let listed = l.list_approvals(Some(status), 10).await.unwrap();
+        assert!(
+            listed.iter().all(|r| r.id == "u3"),
+            "{status:?}: {listed:?}"
+        );
+    }
+}
+
 pub async fn case_single_approver(l: &dyn Ledger) {
     l.create_approval(&new_approval(l, "s1").await)
         .await
@@ -898,6 +937,7 @@ macro_rules! conformance_suite {
             case_card_event,
             case_read_marks_expired,
             case_list_order_filter_and_expiry,
+            case_filtered_list_sees_rows_lapsed_unread,
             case_single_approver,
             case_threshold_two_distinct_approvers,
             case_the_rows_policy_decides,
