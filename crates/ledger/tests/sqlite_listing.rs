@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 // Only its approval helpers; the suite itself runs in sqlite.rs and postgres.rs.
-#[allow(unused_macros, unused_imports, dead_code)]
+#[allow(unused_macros, unused_imports)]
 mod conformance;
 
 use std::path::{Path, PathBuf};
