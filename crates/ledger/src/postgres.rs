@@ -155,7 +155,6 @@ impl PostgresLedger {
 
     /// Postgres lists inside its write transaction (`impl_ledger!`): a lapsed row's update
     /// and the listing are round trips on one connection either way.
-    #[allow(clippy::unused_async)]
     async fn read_approvals_unless_lapsed(
         &self,
         _status: Option<&str>,

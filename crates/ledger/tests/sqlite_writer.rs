@@ -1,6 +1,9 @@
 //! A SQLite file ledger has two writing connections in one process: its writer thread's (audit
 //! batches, consumes, outcomes) and sqlx's (everything else). These tests make them meet, and
 //! check that the start-up shortcut past sqlx's migrator never hides a migration that differs.
+//! A listing of approvals takes neither unless a live row has lapsed: it reads without the
+//! write lock, so an agent listing in a loop neither waits for another process's write nor
+//! holds one up.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,15 +13,16 @@ mod conformance;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use care_core::audit::Auditor;
 use care_core::audit_chain;
 use care_core::ledger::{
-    AuditQuery, AuditRecord, ConsumeError, Decision, KpiEntry, Ledger, WriteOutcome,
+    ApprovalStatus, AuditQuery, AuditRecord, ConsumeError, Decision, KpiEntry, Ledger, WriteOutcome,
 };
 use care_ledger::test_support::{execute, temp_sqlite};
 use chrono::Utc;
-use conformance::{ACTION, FACTS, HASH, a, decision, legacy, new_approval};
+use conformance::{ACTION, FACTS, HASH, a, decision, legacy, new_approval, short_lived, wait_past};
 
 const SALT: &[u8] = b"sk-demo-sqlite-writer-salt";
 
@@ -171,4 +175,61 @@ async fn a_fresh_file_is_migrated_and_a_current_one_reopens() {
     let auditor = Auditor::new(Arc::clone(&second), SALT);
     auditor.record_now(&row(1)).await.unwrap();
     second.close().await;
+}
+
+#[tokio::test]
+async fn a_listing_does_not_wait_for_another_processs_write() {
+    let (url, _dir) = temp_sqlite();
+    let ledger = open(&url).await;
+    let ledger: &dyn Ledger = ledger.as_ref();
+    ledger
+        .create_approval(&new_approval(ledger, "w1").await)
+        .await
+        .unwrap();
+
+    // Another process in the middle of a write transaction holds the file's write lock.
+    let other = rusqlite::Connection::open(file_of(&url)).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    for _ in 0..3 {
+        let listed = tokio::time::timeout(Duration::from_secs(2), ledger.list_approvals(None, 10))
+            .await
+            .expect("the listing waited for another connection's write lock")
+            .unwrap();
+        assert_eq!(
+            listed
+                .iter()
+                .map(|r| (r.id.as_str(), r.status))
+                .collect::<Vec<_>>(),
+            [("w1", ApprovalStatus::Pending)]
+        );
+    }
+    other.execute_batch("COMMIT").unwrap();
+}
+
+#[tokio::test]
+async fn a_lapsed_row_is_stored_expired_once_the_write_lock_is_free() {
+    let (url, _dir) = temp_sqlite();
+    let ledger = open(&url).await;
+    let ledger: &dyn Ledger = ledger.as_ref();
+    let lapsing = short_lived(ledger, "w2", 200).await;
+    ledger.create_approval(&lapsing).await.unwrap();
+    wait_past(ledger, lapsing.expires_at).await;
+
+    // The listing must write, so it waits (within the busy timeout) for the other writer.
+    let other = rusqlite::Connection::open(file_of(&url)).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let listing = ledger.list_approvals(Some(ApprovalStatus::Pending), 10);
+    let release = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        other.execute_batch("COMMIT").unwrap();
+    };
+    let (listed, ()) = tokio::join!(listing, release);
+    assert!(listed.unwrap().is_empty(), "w2 is no longer pending");
+    let row = rusqlite::Connection::open(file_of(&url))
+        .unwrap()
+        .query_row("SELECT status FROM approvals WHERE id = 'w2'", [], |r| {
+            r.get::<_, String>(0)
+        })
+        .unwrap();
+    assert_eq!(row, "expired", "stored, not only reported");
 }
