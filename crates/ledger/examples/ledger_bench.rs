@@ -1,10 +1,10 @@
 //! Benchmark only (run by `bench/run`, see `bench/README.md`): the external write's ledger path
 //! as the pipeline runs it (the intent audit row stored and committed while the row is read,
 //! then the one conditional consume; the intent step also timed alone), sequential and with
-//! concurrent workers over distinct approvals; the approval read under the same concurrency; on
-//! Postgres, the machine's floor under the consume at the same concurrency; and a race of many
-//! consumers in two processes on one approval, where exactly one may win. Prints one JSON
-//! object on stdout.
+//! concurrent workers over distinct approvals; the approval read and a listing of 20 rows under
+//! the same concurrency; on Postgres, the machine's floor under the consume at the same
+//! concurrency; and a race of many consumers in two processes on one approval, where exactly
+//! one may win. Prints one JSON object on stdout.
 //!
 //! `ledger_bench --url URL [--approvals N] [--workers 1,8,32] [--reads N] [--race N]`
 //! (`--url` a `postgres://` or `sqlite://` ledger URL; the database is seeded and left as is).
@@ -26,6 +26,8 @@ use sqlx::postgres::PgPoolOptions;
 const ACTION: &str = "mail_send";
 const HASH: &str = "5e1d000000000000000000000000000000000000000000000000000000000001";
 const ROLE: &str = "mail";
+/// Rows per listing (`approval_list`'s page).
+const LISTED: u32 = 20;
 /// Child mode of the race: `--race-child URL ID N START_MS`.
 const RACE_CHILD: &str = "--race-child";
 /// The floor's statement: the consume's shape (one conditional update of one row, the row back).
@@ -304,11 +306,29 @@ async fn run(args: &[String]) -> Result<()> {
             }
         })
         .await?;
+        // Listings of the newest rows (all of them consumed, nothing lapsed: the read path),
+        // with the same concurrency; a quarter as many as the reads.
+        let l = Arc::clone(&ledger);
+        let list = concurrently(w, (o.reads / 4).max(1), move |_| {
+            let l = Arc::clone(&l);
+            async move {
+                let rows = l
+                    .list_approvals(None, LISTED)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if rows.len() != LISTED as usize {
+                    return Err(format!("list: {} rows, expected {LISTED}", rows.len()));
+                }
+                Ok(())
+            }
+        })
+        .await?;
         out[format!("workers_{w}")] = json!({
             "consume": consume,
             "intent": intent,
             "consume_step": consume_step,
             "read": read,
+            "list": list,
         });
         if o.url.starts_with("postgres") {
             out[format!("workers_{w}")]["floor"] = postgres_floor(&o.url, w, o.approvals).await?;

@@ -26,7 +26,7 @@ use crate::pg_batch::Batcher;
 use crate::pg_leases::Leases;
 use crate::rows::{
     self, ApprovalRecord, AwaitingRecord, CsatCountRecord, DecisionRecord, KpiSeriesRecord,
-    WonRecord, millis,
+    ListedRecord, WonRecord, millis,
 };
 use crate::{rules, sql};
 
@@ -153,14 +153,23 @@ impl PostgresLedger {
         self.reads.submit(id.to_owned()).await
     }
 
-    /// Postgres lists inside its write transaction (`impl_ledger!`): a lapsed row's update
-    /// and the listing are round trips on one connection either way.
+    /// The listing in one statement, or `None` when a live approval has lapsed: storing it
+    /// `expired` comes first, and that is the write path's transaction.
     async fn read_approvals_unless_lapsed(
         &self,
-        _status: Option<&str>,
-        _limit: i64,
+        status: Option<&str>,
+        limit: i64,
     ) -> Result<Option<Vec<ApprovalRecord>>, LedgerError> {
-        Ok(None)
+        let listed: Vec<ListedRecord> = sqlx::query_as(sql::LIST_APPROVALS_UNLESS_LAPSED_POSTGRES)
+            .bind(status)
+            .bind(limit)
+            .fetch_all(self.ready().await?)
+            .await
+            .map_err(db)?;
+        if listed.iter().any(|l| l.any_lapsed) {
+            return Ok(None);
+        }
+        Ok(Some(listed.into_iter().filter_map(|l| l.record).collect()))
     }
 
     pub(crate) async fn read_client_by_key(

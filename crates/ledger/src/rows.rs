@@ -76,6 +76,28 @@ pub(crate) struct WonRecord {
     pub(crate) record: ApprovalRecord,
 }
 
+/// A row of the Postgres listing read (`sql::LIST_APPROVALS_UNLESS_LAPSED_POSTGRES`): whether
+/// a live approval has lapsed, and a listed approval unless the page is empty (then the one
+/// row carries only the flag).
+#[derive(Debug)]
+pub(crate) struct ListedRecord {
+    pub(crate) any_lapsed: bool,
+    pub(crate) record: Option<ApprovalRecord>,
+}
+
+impl<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> for ListedRecord {
+    fn from_row(row: &'r sqlx::postgres::PgRow) -> Result<Self, sqlx::Error> {
+        use sqlx::Row;
+        let any_lapsed = row.try_get("any_lapsed")?;
+        let id: Option<String> = row.try_get("id")?;
+        let record = match id {
+            Some(_) => Some(ApprovalRecord::from_row(row)?),
+            None => None,
+        };
+        Ok(Self { any_lapsed, record })
+    }
+}
+
 impl ApprovalRecord {
     /// The record from a row of the SQLite read connection (same columns as the sqlx query).
     pub(crate) fn from_sqlite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {

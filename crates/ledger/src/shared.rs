@@ -2,8 +2,8 @@
 //! for a backend type that provides `ready()` (the migrated pool), `begin_write()` (a
 //! transaction that serialises deciders: Postgres `BEGIN` plus a row lock, SQLite `BEGIN
 //! IMMEDIATE`), `shutdown()`, the hot reads `read_approval()` and `read_kpi_series()` (SQLite answers them on
-//! the calling thread), `read_approvals_unless_lapsed()` (SQLite's listing without the write
-//! lock; Postgres lists in its transaction), the per-call writes `write_consume()` and `write_outcome()` (SQLite's
+//! the calling thread), `read_approvals_unless_lapsed()` (the listing without the write
+//! transaction unless a live row has lapsed), the per-call writes `write_consume()` and `write_outcome()` (SQLite's
 //! on its writer thread) and a [`crate::sql::Dialect`]. What differs per backend (connection options,
 //! the migration lock, the clock expression) stays in `postgres.rs` / `sqlite.rs` / `sql.rs`.
 

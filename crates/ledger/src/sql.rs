@@ -140,6 +140,20 @@ pub(crate) const SELECT_APPROVALS_POSTGRES: &str = concat!(
     " FROM approvals WHERE id = ANY($1)"
 );
 
+/// Postgres: the listing and whether a live approval has lapsed, in one statement (one
+/// snapshot, one clock reading) and one round trip. Every row carries `any_lapsed`; an empty
+/// page is one row with the flag and no approval. $1 status or NULL, $2 limit.
+pub(crate) const LIST_APPROVALS_UNLESS_LAPSED_POSTGRES: &str = concat!(
+    "SELECT lapsed.any_lapsed, listed.* FROM (SELECT EXISTS (SELECT 1 FROM approvals \
+     WHERE status IN ('pending', 'approved') AND expires_at <= ",
+    postgres_now!(),
+    ") AS any_lapsed) AS lapsed LEFT JOIN LATERAL (SELECT ",
+    approval_columns!(postgres_now!()),
+    " FROM approvals WHERE ($1 IS NULL OR status = $1) \
+     ORDER BY created_at DESC, id DESC LIMIT $2) AS listed ON TRUE \
+     ORDER BY listed.created_at DESC, listed.id DESC"
+);
+
 /// Postgres, several consumes in one statement (the consume batch, `pg_batch`): for each
 /// request (`$1` ids, `$2` actions, `$3` payload hashes, `$4` checked facts; `ord` its 1-based
 /// position) the same conditional update as [`Dialect::consume`], each row updated at most

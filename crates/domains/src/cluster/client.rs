@@ -179,7 +179,7 @@ impl ClusterClient {
         let api: Api<K> = Api::namespaced(self.kube().await?, namespace);
         let what = format!("get {} {namespace}/{name}", K::ACCESS.resource);
         self.call(&what, async {
-            api.get(name).await.map_err(KubeFailure::from)
+            Box::pin(api.get(name)).await.map_err(KubeFailure::from)
         })
         .await
     }
@@ -260,7 +260,7 @@ impl ClusterClient {
             if params.dry_run { " (dry run)" } else { "" }
         );
         self.call(&what, async {
-            api.patch(&target.name, params, &Patch::Strategic(patch))
+            Box::pin(api.patch(&target.name, params, &Patch::Strategic(patch)))
                 .await
                 .map_err(KubeFailure::from)
         })
@@ -286,7 +286,10 @@ fn restarted(meta: &ObjectMeta, template: &PodTemplateSpec, at: &str) -> Option<
     })
 }
 
-/// Reads up to [`MAX_PAGES`] pages of a list.
+/// Reads up to [`MAX_PAGES`] pages of a list. kube's request futures are boxed here and in
+/// `get` and `patch`: inline, they made each cluster tool's future about 90 KiB (massif, release
+/// build), moved on the stack as it was built (an `ops` session's stack held 312 KiB against
+/// 184 boxed; bench/roles, README "How it got here").
 async fn pages<K>(api: &Api<K>, query: &Query) -> Result<Listed<K>, KubeFailure>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
@@ -297,7 +300,9 @@ where
     }
     let mut items = Vec::new();
     for _ in 0..MAX_PAGES {
-        let page = api.list(&params).await.map_err(KubeFailure::from)?;
+        let page = Box::pin(api.list(&params))
+            .await
+            .map_err(KubeFailure::from)?;
         items.extend(page.items);
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
             Some(token) => params = params.continue_token(&token),
