@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use care_core::ledger::{ApprovalStatus, Ledger};
 use care_ledger::test_support::{PgTestDb, fresh_postgres_db};
-use conformance::{new_approval, short_lived, wait_past};
+use conformance::{listed_ids, new_approval, short_lived, wait_past};
 use sqlx::{Connection, PgConnection};
 
 async fn open() -> (Arc<dyn Ledger>, PgTestDb) {
@@ -24,6 +24,10 @@ async fn open() -> (Arc<dyn Ledger>, PgTestDb) {
         .await
         .unwrap();
     (ledger, db)
+}
+
+async fn create_pending(l: &dyn Ledger, id: &str) {
+    l.create_approval(&new_approval(l, id).await).await.unwrap();
 }
 
 /// Another session in the middle of a transaction that holds the approvals table against
@@ -41,10 +45,7 @@ async fn hold_table_against_writes(db: &PgTestDb) -> PgConnection {
 async fn a_listing_does_not_wait_for_a_write_to_the_table() {
     let (ledger, db) = open().await;
     let ledger: &dyn Ledger = ledger.as_ref();
-    ledger
-        .create_approval(&new_approval(ledger, "p1").await)
-        .await
-        .unwrap();
+    create_pending(ledger, "p1").await;
 
     let mut other = hold_table_against_writes(&db).await;
     for status in [
@@ -80,23 +81,19 @@ async fn a_listing_does_not_wait_for_a_write_to_the_table() {
 async fn a_lapsed_row_is_stored_expired_once_the_table_is_free() {
     let (ledger, db) = open().await;
     let ledger: &dyn Ledger = ledger.as_ref();
-    ledger
-        .create_approval(&new_approval(ledger, "p2").await)
-        .await
-        .unwrap();
+    create_pending(ledger, "p2").await;
     let lapsing = short_lived(ledger, "p3", 200).await;
     ledger.create_approval(&lapsing).await.unwrap();
     wait_past(ledger, lapsing.expires_at).await;
 
     // The listing must write, so it waits for the other session's transaction.
     let mut other = hold_table_against_writes(&db).await;
-    let listing = ledger.list_approvals(Some(ApprovalStatus::Expired), 10);
+    let listing = listed_ids(ledger, Some(ApprovalStatus::Expired));
     let release = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
         sqlx::raw_sql("COMMIT").execute(&mut other).await.unwrap();
     };
     let (listed, ()) = tokio::join!(listing, release);
-    let listed: Vec<_> = listed.unwrap().into_iter().map(|r| r.id).collect();
     assert_eq!(listed, ["p3"], "the lapsed row is listed as expired");
 
     let stored: Vec<(String, String)> =
@@ -122,18 +119,11 @@ async fn a_lapsed_row_is_stored_expired_once_the_table_is_free() {
 async fn an_empty_page_lists_nothing() {
     let (ledger, _db) = open().await;
     let ledger: &dyn Ledger = ledger.as_ref();
-    assert!(ledger.list_approvals(None, 10).await.unwrap().is_empty());
-    ledger
-        .create_approval(&new_approval(ledger, "p4").await)
-        .await
-        .unwrap();
+    assert!(listed_ids(ledger, None).await.is_empty());
+    create_pending(ledger, "p4").await;
     for status in [ApprovalStatus::Approved, ApprovalStatus::Consumed] {
         assert!(
-            ledger
-                .list_approvals(Some(status), 10)
-                .await
-                .unwrap()
-                .is_empty(),
+            listed_ids(ledger, Some(status)).await.is_empty(),
             "{status:?}"
         );
     }

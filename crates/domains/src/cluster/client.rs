@@ -289,7 +289,7 @@ fn restarted(meta: &ObjectMeta, template: &PodTemplateSpec, at: &str) -> Option<
 /// Reads up to [`MAX_PAGES`] pages of a list. kube's request futures are boxed here and in
 /// `get` and `patch`: inline, they made each cluster tool's future about 90 KiB (massif, release
 /// build), moved on the stack as it was built (an `ops` session's stack held 312 KiB against
-/// 184 boxed; bench/roles, README "How it got here").
+/// 184 boxed; bench/roles, README "Memory account").
 async fn pages<K>(api: &Api<K>, query: &Query) -> Result<Listed<K>, KubeFailure>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
