@@ -14,7 +14,7 @@ use care_core::ledger::{Ledger, LedgerError, NewApproval};
 use care_ledger::test_support::ThrowawayCluster as Cluster;
 use chrono::TimeDelta;
 
-/// Asserts the ledger answers `Unavailable`, and promptly (the acquire timeout, not a hang).
+/// Asserts the ledger answers `Unavailable` (a ping, a read, a listing), and promptly (the acquire timeout, not a hang).
 async fn assert_unavailable(ledger: &dyn Ledger) {
     let t = Instant::now();
     let ping = ledger.ping().await;
@@ -26,6 +26,11 @@ async fn assert_unavailable(ledger: &dyn Ledger) {
     assert!(
         matches!(read, Err(LedgerError::Unavailable(_))),
         "approval: {read:?}"
+    );
+    let listed = ledger.list_approvals(None, 10).await;
+    assert!(
+        matches!(listed, Err(LedgerError::Unavailable(_))),
+        "list: {listed:?}"
     );
     assert!(
         t.elapsed() < Duration::from_secs(8),
@@ -94,6 +99,8 @@ async fn postgres_outage_at_start_and_midway_recovers() {
     assert_recovers(ledger.as_ref()).await;
     let row = ledger.approval("o-1").await.unwrap();
     assert!(row.is_some(), "the row written before the outage is there");
+    let listed = ledger.list_approvals(None, 10).await.unwrap();
+    assert_eq!(listed.len(), 1, "and listed again");
 
     eprintln!("outage test took {:?}", started.elapsed());
 }
