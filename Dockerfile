@@ -10,10 +10,11 @@
 # holds only the assembled root filesystem:
 #   scripts/image-rootfs target/release/care-mcp ctx/rootfs
 #   podman build --build-arg ROOTFS=context -f Dockerfile -t care-mcp ctx
-# The exact toolchain crates/server/hot-symbols.txt was made with: a Rust symbol carries a hash
-# of its build, toolchain included, so under another patch release the code layout list
-# misses and each role process holds more code (a build whose list matched half its names:
-# 16-17 MiB resident against 10-11; README "How it got here").
+# The exact toolchain crates/server/hot-symbols.txt and hot-data.txt were made with: a Rust
+# symbol (and a constant's section) carries a hash of its build, toolchain included, so under
+# another patch release the layout lists miss and each role process holds more code (a build
+# whose list matched half its names: 16-17 MiB resident against 10-11; README "How it got
+# here").
 ARG RUST_IMAGE=docker.io/library/rust:1.95.0-bookworm
 # source: build care-mcp here; context: take ./rootfs from the build context as it is.
 ARG ROOTFS=source

@@ -9,6 +9,8 @@
 //! The list goes through `link/ld-ordered`, which resolves it against the names the link
 //! defines: fat LTO renumbers the private copies of a function (`NAME.N`) whenever the code
 //! changes, and a list matched by exact name alone lost most of them after a small refactor.
+//! The same script places the read-only data a session reads (`hot-data.txt`, made by
+//! `scripts/hot-data`) together ahead of the rest of `.rodata`.
 
 // Cargo reads a build script's instructions from its stdout.
 #![allow(clippy::print_stdout)]
@@ -22,8 +24,10 @@ use std::process::Command;
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let order = manifest.join("hot-symbols.txt");
+    let data_order = manifest.join("hot-data.txt");
     let script = manifest.join("link").join("ld-ordered");
     println!("cargo:rerun-if-changed={}", order.display());
+    println!("cargo:rerun-if-changed={}", data_order.display());
     println!("cargo:rerun-if-changed={}", script.display());
     println!("cargo:rerun-if-env-changed=CARE_LINK_PLAIN");
 
@@ -43,7 +47,9 @@ fn main() {
         return;
     }
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").unwrap_or_default());
-    match rustc_lld(&target).and_then(|lld| write_shim(&out_dir, &lld, &order, &script)) {
+    let data_order = data_order.is_file().then_some(data_order.as_path());
+    match rustc_lld(&target).and_then(|lld| write_shim(&out_dir, &lld, &order, data_order, &script))
+    {
         // gcc (12 has no --ld-path) runs `ld.<name>` for -fuse-ld=<name>, looking in the -B
         // directories first; rustc's own -B directory holds no ld.mold, so the shim is found.
         Some(dir) => {
@@ -77,14 +83,24 @@ fn rustc_lld(target: &str) -> Option<PathBuf> {
     lld.is_file().then_some(lld)
 }
 
-/// Writes `<out>/link/ld.mold`: runs `ld-ordered` with this build's LLD and list.
-fn write_shim(out_dir: &Path, lld: &Path, order: &Path, script: &Path) -> Option<PathBuf> {
+/// Writes `<out>/link/ld.mold`: runs `ld-ordered` with this build's LLD and lists.
+fn write_shim(
+    out_dir: &Path,
+    lld: &Path,
+    order: &Path,
+    data_order: Option<&Path>,
+    script: &Path,
+) -> Option<PathBuf> {
     let dir = out_dir.join("link");
     fs::create_dir_all(&dir).ok()?;
     let shim = dir.join("ld.mold");
+    let data = match data_order {
+        Some(path) => format!("CARE_LINK_DATA_ORDER={} ", quoted(path)?),
+        None => String::new(),
+    };
     let text = format!(
         "#!/bin/sh\n# Written by crates/server/build.rs: care-mcp's release link.\n\
-         CARE_LINK_LLD={} CARE_LINK_ORDER={} exec /bin/sh {} \"$@\"\n",
+         CARE_LINK_LLD={} CARE_LINK_ORDER={} {data}exec /bin/sh {} \"$@\"\n",
         quoted(lld)?,
         quoted(order)?,
         quoted(script)?,

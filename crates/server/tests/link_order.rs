@@ -2,7 +2,8 @@
 //! linker (`-fuse-ld=mold` with `-B`, as crates/server/build.rs sets up) and it runs rustc's own
 //! LLD. A C program stands in for care-mcp: private copies of one function named as fat LTO
 //! names them (`NAME.N`), filler functions around them, and a layout list made on an "earlier
-//! build" whose numbers no longer exist.
+//! build" whose numbers no longer exist; and constant tables in sections of their own, as the
+//! data list (`hot-data.txt`) names them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
@@ -13,6 +14,7 @@ use std::sync::OnceLock;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/link/ld-ordered");
 const FILLERS: usize = 40;
+const TABLES: usize = 12;
 
 /// Private functions with the given assembler names, each called from `main` so none is
 /// dropped; `-ffunction-sections` gives each its own section, which the list orders.
@@ -24,6 +26,13 @@ fn program() -> String {
             .map(|s| s.to_string()),
     );
     let mut c = String::new();
+    // Read-only tables: `-fdata-sections` puts each in `.rodata.care_table_<n>`.
+    for t in 0..TABLES {
+        c.push_str(&format!(
+            "static const unsigned char care_table_{t}[300] = {{ {t}, {k} }};\n",
+            k = t + 1
+        ));
+    }
     for (i, name) in names.iter().enumerate() {
         c.push_str(&format!(
             "__attribute__((noinline)) static int f{i}(int x) __asm__(\"{name}\");\n\
@@ -32,8 +41,12 @@ fn program() -> String {
         ));
     }
     c.push_str("int main(int argc, char **argv) { (void)argv; int s = 0;\n");
+    c.push_str("  volatile int at = argc;\n");
     for i in 0..names.len() {
         c.push_str(&format!("  s += f{i}(argc);\n"));
+    }
+    for t in 0..TABLES {
+        c.push_str(&format!("  s += care_table_{t}[at];\n"));
     }
     c.push_str("  return s == 0; }\n");
     c
@@ -59,9 +72,20 @@ struct Link {
     dir: tempfile::TempDir,
     source: PathBuf,
     list: PathBuf,
+    data_list: Option<PathBuf>,
 }
 
 impl Link {
+    /// With a data list too (`CARE_LINK_DATA_ORDER`, as build.rs sets it up when
+    /// `hot-data.txt` exists).
+    fn with_data(list: &str, data: &str) -> Link {
+        let mut link = Link::new(list);
+        let path = link.dir.path().join("hot-data.txt");
+        std::fs::write(&path, data).unwrap();
+        link.data_list = Some(path);
+        link
+    }
+
     fn new(list: &str) -> Link {
         let dir = tempfile::tempdir().unwrap();
         let source = dir.path().join("program.c");
@@ -76,6 +100,7 @@ impl Link {
             dir,
             source,
             list: list_path,
+            data_list: None,
         }
     }
 
@@ -97,6 +122,7 @@ impl Link {
         let mut cc = Command::new("cc");
         cc.arg("-O1")
             .arg("-ffunction-sections")
+            .arg("-fdata-sections")
             .arg("-Wno-implicit-function-declaration")
             .arg(format!("-B{}", self.dir.path().join("bin").display()))
             .arg("-fuse-ld=mold")
@@ -107,6 +133,10 @@ impl Link {
             .env("CARE_LINK_ORDER", &self.list)
             .env("CARE_LINK_NM", nm)
             .env("TMPDIR", tmpdir);
+        match &self.data_list {
+            Some(path) => cc.env("CARE_LINK_DATA_ORDER", path),
+            None => cc.env_remove("CARE_LINK_DATA_ORDER"),
+        };
         cc
     }
 
@@ -241,4 +271,88 @@ fn a_failed_link_fails_and_leaves_no_work_dir() {
         .filter(|e| e.file_name().to_string_lossy().starts_with("care-link."))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// The lowest address of any table the data list does not name.
+fn first_unlisted_table(at: &HashMap<String, u64>, listed: &[usize]) -> u64 {
+    (0..TABLES)
+        .filter(|t| !listed.contains(t))
+        .map(|t| at[&format!("care_table_{t}")])
+        .min()
+        .unwrap()
+}
+
+fn section_names(binary: &Path) -> Vec<String> {
+    let out = Command::new("readelf")
+        .args(["-SW"])
+        .arg(binary)
+        .output()
+        .expect("readelf");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            l.split(']')
+                .nth(1)?
+                .split_whitespace()
+                .next()
+                .map(String::from)
+        })
+        .collect()
+}
+
+#[test]
+fn listed_tables_go_ahead_of_the_rest_of_rodata_in_list_order() {
+    let link = Link::with_data(
+        STALE_LIST,
+        "# data layout list\n*(.rodata.care_table_9)\n*(.rodata.care_table_4)\n*(.rodata.care_gone)\n\
+         *(.rodata.care_table_1*)\n",
+    );
+    let at = link.through_script("nm");
+    let (nine, four) = (at["care_table_9"], at["care_table_4"]);
+    let listed = [9, 4, 1, 10, 11];
+    assert!(
+        nine < four && four < first_unlisted_table(&at, &listed),
+        "care_table_9, then care_table_4, before every other table: {at:?}"
+    );
+    // A glob (how a merged piece's every input is named) takes all it matches.
+    assert!(
+        [1, 10, 11]
+            .iter()
+            .all(|t| at[&format!("care_table_{t}")] < first_unlisted_table(&at, &listed)),
+        "{at:?}"
+    );
+    let binary = link.dir.path().join("through-script");
+    assert!(section_names(&binary).iter().any(|s| s == ".rodata.hot"));
+    // The code layout still holds beside it.
+    assert!(ordered_first(
+        &at,
+        &["care_copy.7", "care_copy.9", "care_exact"]
+    ));
+    run(&mut Command::new(binary));
+}
+
+#[test]
+fn a_data_list_line_with_script_syntax_is_ignored() {
+    // Were the line passed into the script, care_table_3 would be discarded (or the link
+    // broken); it is dropped whole, and the plain line after it still counts.
+    let link = Link::with_data(
+        "",
+        "*(.rodata.care_table_2) } /DISCARD/ : { *(.rodata.care_table_3)\n*(.rodata.care_table_7)\n",
+    );
+    let at = link.through_script("nm");
+    assert!(at.contains_key("care_table_3"), "{at:?}");
+    assert!(
+        at["care_table_7"] < first_unlisted_table(&at, &[7]),
+        "only care_table_7 moved: {at:?}"
+    );
+    run(&mut Command::new(link.dir.path().join("through-script")));
+}
+
+#[test]
+fn without_a_data_list_rodata_keeps_its_layout() {
+    let link = Link::new(STALE_LIST);
+    link.through_script("nm");
+    let names = section_names(&link.dir.path().join("through-script"));
+    assert!(!names.iter().any(|s| s == ".rodata.hot"), "{names:?}");
 }
