@@ -90,7 +90,9 @@ pub trait ApprovalChannel: Send + Sync + std::fmt::Debug {
 
     /// For `approval_status`: when the live subscription cannot vouch for this row (relay
     /// outage, a card older than the subscription, approvers this process does not follow),
-    /// fetches the card's reactions and records them; a no-op otherwise.
+    /// fetches the card's reactions and records them. Otherwise it does not wait on the
+    /// channel; it may look the reactions up in the background for a later read (those the
+    /// subscription cannot see).
     async fn refresh(&self, row: &ApprovalRow) -> Result<(), ChannelError>;
 
     /// Right before a consume: reads the card's reactions from the relays (bounded in time)

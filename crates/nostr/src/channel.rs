@@ -2,7 +2,8 @@
 //! exists and published to the connected relays (success = at least one relay said OK); the
 //! live subscription (see [`crate::listener`]) moves rows as reactions arrive, so
 //! `approval_status` is timely; `refresh` fetches one card's reactions on read when the
-//! subscription cannot vouch for it. Correctness does not depend on the subscription: right
+//! subscription cannot vouch for it, and otherwise looks them up in the background now and then
+//! (a reaction with only its `e` tag is outside the subscription's filters). Correctness does not depend on the subscription: right
 //! before a consume, `confirm` reads the card's reactions from the relays (each up to its EOSE,
 //! bounded in time) and records what the ledger lacked; no complete answer, no consume.
 //!
@@ -294,7 +295,7 @@ impl NostrChannel {
     /// Reads `card`'s reactions from every connected relay (each up to its EOSE, within the
     /// fetch timeout) and applies them, oldest first. `Err` unless at least one relay answered
     /// completely; reactions from relays that did not are applied all the same (each is signed).
-    async fn fetch_and_apply(&self, card: EventId) -> Result<(), ChannelError> {
+    async fn fetch_and_apply(&self, card: EventId, fetch: Fetch) -> Result<(), ChannelError> {
         let s = &self.shared;
         let connected = self.connected_within_wait().await;
         if connected.is_empty() {
@@ -336,7 +337,9 @@ impl NostrChannel {
             }
         }
         if complete == 0 {
-            s.health.mark_dirty(card);
+            if fetch == Fetch::Vouching {
+                s.health.mark_dirty(card);
+            }
             return Err(unavailable(format!(
                 "no relay answered completely ({})",
                 failures.join("; ")
@@ -348,6 +351,17 @@ impl NostrChannel {
         s.health.mark_fetched(card);
         Ok(())
     }
+}
+
+/// Why a card's reactions are fetched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fetch {
+    /// In place of the subscription (not live, a card it cannot vouch for) or before a consume:
+    /// a relay that does not answer leaves the card to be fetched again on its next read.
+    Vouching,
+    /// Beside a live subscription, for reactions outside its filters: a miss changes nothing
+    /// the subscription vouches for, and the next lookup is due after the interval anyway.
+    Lookup,
 }
 
 fn card_of(row: &ApprovalRow) -> Result<EventId, ChannelError> {
@@ -399,10 +413,27 @@ impl ApprovalChannel for NostrChannel {
 
     async fn refresh(&self, row: &ApprovalRow) -> Result<(), ChannelError> {
         let card = card_of(row)?;
-        if self.shared.is_live().await && !self.needs_fetch(row, &card) {
-            return Ok(());
+        if !self.shared.is_live().await || self.needs_fetch(row, &card) {
+            return self.fetch_and_apply(card, Fetch::Vouching).await;
         }
-        self.fetch_and_apply(card).await
+        // Live, yet the subscription sees only reactions in the group or naming the server; one
+        // with only its `e` tag is found by a lookup, in the background so the read never waits
+        // on a relay, at most once per interval per card.
+        if self
+            .shared
+            .health
+            .lookup_due(card, self.shared.options.lookup_interval)
+        {
+            let channel = NostrChannel {
+                shared: Arc::clone(&self.shared),
+            };
+            tokio::spawn(async move {
+                if let Err(e) = channel.fetch_and_apply(card, Fetch::Lookup).await {
+                    tracing::debug!(card = %card, error = %e, "background reaction lookup failed");
+                }
+            });
+        }
+        Ok(())
     }
 
     async fn confirm(&self, row: &ApprovalRow) -> Result<(), ChannelError> {
@@ -412,6 +443,6 @@ impl ApprovalChannel for NostrChannel {
         }
         // Always fetched, whatever the live subscription saw: a rejection made while no
         // process was listening (or this one could not reach the relay) is on the relay.
-        self.fetch_and_apply(card).await
+        self.fetch_and_apply(card, Fetch::Vouching).await
     }
 }

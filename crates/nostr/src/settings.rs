@@ -244,6 +244,10 @@ pub struct ChannelOptions {
     pub fetch_timeout: Duration,
     /// How far before the process start the live subscription reaches back.
     pub catch_up: Duration,
+    /// How often, while `approval_status` is read, an open card's reactions are also looked up
+    /// in the background: a reaction carrying only its `e` tag (NIP-25 requires no more) is in
+    /// neither of the subscription's filters (the group, the server's `p`).
+    pub lookup_interval: Duration,
 }
 
 impl Default for ChannelOptions {
@@ -253,6 +257,7 @@ impl Default for ChannelOptions {
             connect_wait: Duration::from_secs(3),
             fetch_timeout: Duration::from_secs(3),
             catch_up: Duration::from_secs(600),
+            lookup_interval: Duration::from_secs(5),
         }
     }
 }

@@ -306,3 +306,38 @@ async fn other_reactions_are_ignored() {
     assert_eq!(w.status(&id).await, "pending");
     assert!(w.ledger.decisions(&id).await.unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reaction_with_only_its_e_tag_counts() {
+    // NIP-25 asks a reaction for `e` and says it SHOULD carry `p`: a client that writes only
+    // the `e` tag (no `p`, no group) still reacts to the card, and its approver's decision
+    // must reach the status an agent polls, not only the confirm before a write.
+    let w = World::new(Setup::default()).await;
+    w.wait_live().await;
+    let (id, card) = w.request("hello").await;
+    let bare = EventBuilder::new(Kind::Reaction, "+")
+        .tag(Tag::event(card))
+        .sign_with_keys(&w.approvers[0])
+        .unwrap();
+    w.publish(&bare).await;
+    w.wait_status(&id, "approved").await;
+    let data = w.send("hello", &id).await.unwrap();
+    assert_eq!(data["sent"]["response_id"], "resp-1", "{data}");
+    assert_eq!(w.sent().len(), 1);
+
+    // A bare rejection after an approval shows too, and wins before the approval is used.
+    let (other, other_card) = w.request("another reply").await;
+    w.react(&w.approvers[0], other_card, "+").await;
+    w.wait_status(&other, "approved").await;
+    let bare_reject = EventBuilder::new(Kind::Reaction, "-")
+        .tag(Tag::event(other_card))
+        .sign_with_keys(&w.approvers[1])
+        .unwrap();
+    w.publish(&bare_reject).await;
+    w.wait_status(&other, "rejected").await;
+    assert_eq!(
+        w.send("another reply", &other).await.unwrap_err(),
+        "APPROVAL_REJECTED"
+    );
+    assert_eq!(w.sent().len(), 1);
+}

@@ -131,6 +131,7 @@ pub fn fast_options() -> ChannelOptions {
         connect_wait: Duration::from_millis(500),
         fetch_timeout: Duration::from_secs(2),
         catch_up: Duration::from_secs(600),
+        lookup_interval: Duration::from_millis(250),
     }
 }
 
