@@ -3,9 +3,10 @@
 //! live subscription (see [`crate::listener`]) moves rows as reactions arrive, so
 //! `approval_status` is timely; `refresh` fetches one card's reactions on read when the
 //! subscription cannot vouch for it, and otherwise looks them up in the background now and then
-//! (a reaction with only its `e` tag is outside the subscription's filters). Correctness does not depend on the subscription: right
-//! before a consume, `confirm` reads the card's reactions from the relays (each up to its EOSE,
-//! bounded in time) and records what the ledger lacked; no complete answer, no consume.
+//! (a reaction with only its `e` tag is outside the subscription's filters). Correctness does
+//! not depend on the subscription: right before a consume, `confirm` reads the card's reactions
+//! from the relays (each up to its EOSE, bounded in time) and records what the ledger lacked; no
+//! complete answer, no consume.
 //!
 //! Starting never waits for a relay: an unreachable relay at start leaves the server serving,
 //! `approval_request` answering unavailable, and the pool reconnecting in the background with a
