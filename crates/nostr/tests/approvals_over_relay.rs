@@ -13,7 +13,9 @@ use care_nostr::card::{
 use care_nostr::evidence::verify_decision;
 use chrono::Duration;
 use common::{Setup, World, forged};
-use nostr_relay_builder::prelude::{EventBuilder, Kind, Tag, TagKind, Timestamp};
+use nostr_relay_builder::prelude::{
+    Event, EventBuilder, EventId, Keys, Kind, Tag, TagKind, Timestamp,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approved_by_reaction_the_write_goes_out_once() {
@@ -223,10 +225,7 @@ async fn a_reaction_dated_after_the_expiry_does_not_count() {
     );
     // Once the approval has expired by the ledger's clock, even a fresh reaction is refused.
     common::expire_now(&w, &id).await;
-    let in_time = EventBuilder::new(Kind::Reaction, "+")
-        .tag(Tag::event(card))
-        .sign_with_keys(&w.approvers[1])
-        .unwrap();
+    let in_time = bare_reaction(&w.approvers[1], card, "+");
     assert!(matches!(
         apply_reaction(w.ledger.as_ref(), &w.judge(), &in_time)
             .await
@@ -315,11 +314,7 @@ async fn a_reaction_with_only_its_e_tag_counts() {
     let w = World::new(Setup::default()).await;
     w.wait_live().await;
     let (id, card) = w.request("hello").await;
-    let bare = EventBuilder::new(Kind::Reaction, "+")
-        .tag(Tag::event(card))
-        .sign_with_keys(&w.approvers[0])
-        .unwrap();
-    w.publish(&bare).await;
+    w.publish(&bare_reaction(&w.approvers[0], card, "+")).await;
     w.wait_status(&id, "approved").await;
     let data = w.send("hello", &id).await.unwrap();
     assert_eq!(data["sent"]["response_id"], "resp-1", "{data}");
@@ -329,15 +324,20 @@ async fn a_reaction_with_only_its_e_tag_counts() {
     let (other, other_card) = w.request("another reply").await;
     w.react(&w.approvers[0], other_card, "+").await;
     w.wait_status(&other, "approved").await;
-    let bare_reject = EventBuilder::new(Kind::Reaction, "-")
-        .tag(Tag::event(other_card))
-        .sign_with_keys(&w.approvers[1])
-        .unwrap();
-    w.publish(&bare_reject).await;
+    w.publish(&bare_reaction(&w.approvers[1], other_card, "-"))
+        .await;
     w.wait_status(&other, "rejected").await;
     assert_eq!(
         w.send("another reply", &other).await.unwrap_err(),
         "APPROVAL_REJECTED"
     );
     assert_eq!(w.sent().len(), 1);
+}
+
+/// A reaction with nothing but the card's `e` tag.
+fn bare_reaction(keys: &Keys, card: EventId, content: &str) -> Event {
+    EventBuilder::new(Kind::Reaction, content)
+        .tag(Tag::event(card))
+        .sign_with_keys(keys)
+        .unwrap()
 }
