@@ -1,6 +1,7 @@
 """Shared by bench/roles and scripts/hot-symbols: the sandbox's upstream fakes on loopback
 (`care-mcp sandbox`, from a binary built with the `sandbox` feature) and, for each role, the
-read calls that reach them. Python 3.11 stdlib only.
+read calls that reach them; and (bench/run too) the check of a binary's file name. Python 3.11
+stdlib only.
 """
 
 from __future__ import annotations
@@ -75,6 +76,17 @@ ROLE_CALLS: dict[str, list[tuple[str, dict]]] = {
         ("kpi_report", {}),
     ],
 }
+
+
+def wrapper_named(binary: Path) -> str | None:
+    """Why BINARY cannot be measured or profiled under its name, or None. A care-mcp named
+    `care-mcp-<x>` serves the role <x> and ignores its arguments (the image's wrapper links), so
+    a copy kept as `care-mcp-new` or `care-mcp-sandbox` refuses every session and the sandbox
+    with "unknown role", which looks like the tool running it (valgrind) at fault."""
+    if binary.name.startswith("care-mcp-"):
+        return (f"{binary}: a care-mcp named care-mcp-<role> serves that role whatever its arguments "
+                "say; keep this copy as care-mcp, in a directory of its own")
+    return None
 
 
 def expect_ok(role: str, tool: str, answer: dict) -> None:
