@@ -78,14 +78,16 @@ ROLE_CALLS: dict[str, list[tuple[str, dict]]] = {
 }
 
 
-def wrapper_named(binary: Path) -> str | None:
-    """Why BINARY cannot be measured or profiled under its name, or None. A care-mcp named
-    `care-mcp-<x>` serves the role <x> and ignores its arguments (the image's wrapper links), so
-    a copy kept as `care-mcp-new` or `care-mcp-sandbox` refuses every session and the sandbox
-    with "unknown role", which looks like the tool running it (valgrind) at fault."""
-    if binary.name.startswith("care-mcp-"):
-        return (f"{binary}: a care-mcp named care-mcp-<role> serves that role whatever its arguments "
-                "say; keep this copy as care-mcp, in a directory of its own")
+def wrapper_named(*binaries: Path | None) -> str | None:
+    """Why one of BINARIES (None: not given) cannot be measured or profiled under its name, or
+    None. A care-mcp named `care-mcp-<x>` serves the role <x> and ignores its arguments (the
+    image's wrapper links), so a copy kept as `care-mcp-new` or `care-mcp-sandbox` refuses every
+    session and the sandbox with "unknown role", which looks like the tool running it (valgrind)
+    at fault. Checked as started: a link by its target's name."""
+    for binary in binaries:
+        if binary is not None and binary.resolve().name.startswith("care-mcp-"):
+            return (f"{binary.resolve()}: a care-mcp named care-mcp-<role> serves that role whatever "
+                    "its arguments say; keep this copy as care-mcp, in a directory of its own")
     return None
 
 
