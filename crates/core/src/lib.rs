@@ -21,6 +21,7 @@
 //! - [`gate`]: the call path every `tools/call` takes (lookup, panic containment, audit).
 //! - [`audit`]: audit events, written in batches by one chained writer per process.
 //! - [`audit_chain`]: the keyed hash chain over audit rows and its verification.
+//! - [`awake`]: the thread kept awake for a moment while an answer is due.
 //! - [`decision`]: the rules a call passed or was refused by, for its audit row.
 //! - [`env`]: typed reading of configuration (problems by name, secrets unprintable).
 //! - [`config`]: the core's `CARE_*` configuration.
@@ -32,6 +33,7 @@ pub mod approval_channel;
 pub mod approvals;
 pub mod audit;
 pub mod audit_chain;
+pub mod awake;
 pub mod canonical;
 pub mod catalog;
 pub mod clients;

@@ -1,6 +1,7 @@
 //! Benchmark only (run by `bench/run`, see `bench/README.md`): the external write's ledger path
 //! as the pipeline runs it (the intent audit row stored and committed while the row is read,
-//! then the one conditional consume; the intent step also timed alone), sequential and with
+//! then the one conditional consume; the intent, the overlapped pair and the consume also timed
+//! apart), sequential and with
 //! concurrent workers over distinct approvals; the approval read and a listing of 20 rows under
 //! the same concurrency; on Postgres, the machine's floor under the consume at the same
 //! concurrency; and a race of many consumers in two processes on one approval, where exactly
@@ -38,11 +39,13 @@ type Result<T> = std::result::Result<T, String>;
 /// Durations of one step, collected across the workers of one thread.
 type Times = Rc<RefCell<Vec<u64>>>;
 
-/// The steps of the consume path timed apart: the intent row's commit, and the consume alone
-/// (from the end of the overlapped intent and read to the consume's answer).
+/// The steps of the consume path timed apart: the intent row's commit, the intent and the read
+/// both done (the read waits for a CPU behind the intent's backend on a small machine, so it can
+/// end last), and the consume alone (from there to the consume's answer).
 #[derive(Clone, Default)]
 struct Steps {
     intent: Times,
+    overlapped: Times,
     consume: Times,
 }
 
@@ -196,6 +199,10 @@ async fn verify_and_consume(
         done
     };
     let (recorded, row) = tokio::join!(timed_intent, ledger.approval(id));
+    steps
+        .overlapped
+        .borrow_mut()
+        .push(t0.elapsed().as_nanos() as u64);
     recorded.map_err(|e| format!("intent: {e}"))?;
     let row = row
         .map_err(|e| format!("read: {e}"))?
@@ -239,6 +246,12 @@ where
 {
     let started = Instant::now();
     let local = tokio::task::LocalSet::new();
+    // As a stdio session does in the server: the thread stays awake while a statement's
+    // answer is due (the ledger marks each one), instead of sleeping on a halted CPU. The
+    // task ends with the set.
+    local.spawn_local(care_core::awake::keep_awake(Arc::clone(
+        care_core::awake::process(),
+    )));
     let tasks: Vec<_> = (0..workers)
         .map(|w| {
             let op = op.clone();
@@ -289,6 +302,7 @@ async fn run(args: &[String]) -> Result<()> {
         })
         .await?;
         let intent = summary(steps.intent.take(), Duration::ZERO);
+        let overlapped = summary(steps.overlapped.take(), Duration::ZERO);
         let consume_step = summary(steps.consume.take(), Duration::ZERO);
         // Reads of the rows just consumed, with the same concurrency.
         let l = Arc::clone(&ledger);
@@ -326,6 +340,7 @@ async fn run(args: &[String]) -> Result<()> {
         out[format!("workers_{w}")] = json!({
             "consume": consume,
             "intent": intent,
+            "overlapped": overlapped,
             "consume_step": consume_step,
             "read": read,
             "list": list,
@@ -345,7 +360,8 @@ async fn run(args: &[String]) -> Result<()> {
 
 /// The machine's floor under the consume, measured in the same run: one durable conditional
 /// `UPDATE … RETURNING` of a row by its key (what pgbench's single-row update measures), `n` of
-/// them over `workers` plain sqlx connections, with no intent row, no read and no ledger code.
+/// them over `workers` plain sqlx connections, with no intent row, no read and no ledger code
+/// (its thread kept awake for each answer, as the ledger's is).
 /// The consume's figures are reported as ratios to it: a slower disk moves both.
 async fn postgres_floor(url: &str, workers: usize, n: usize) -> Result<Value> {
     let text = |e: sqlx::Error| format!("floor: {e}");
@@ -388,6 +404,8 @@ async fn postgres_floor(url: &str, workers: usize, n: usize) -> Result<Value> {
     let floor = concurrently(workers, n, move |i| {
         let pool = timed.clone();
         async move {
+            // Waited for awake like the ledger's statements, so the floor stays like for like.
+            care_core::awake::ledger_answer_due();
             sqlx::query(FLOOR_CONSUME)
                 .bind(i as i64 + 1)
                 .fetch_optional(&pool)

@@ -126,6 +126,9 @@ impl Leases {
         conn: PoolConnection<Postgres>,
         permit: SemaphorePermit<'a>,
     ) -> Lease<'a> {
+        // The statement goes out now and its answer is due within a round trip (or a
+        // durable commit): the caller's thread waits for it awake.
+        care_core::awake::ledger_answer_due();
         Lease {
             conn: Some(conn),
             home: self,

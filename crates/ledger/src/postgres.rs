@@ -228,6 +228,8 @@ impl PostgresLedger {
     /// A transaction for read-then-write sequences; deciders also lock the row they read
     /// (`FOR UPDATE` in the dialect), which serialises them per approval.
     pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, LedgerError> {
+        // Its statements follow one another within a few round trips (see `Leases::lend`).
+        care_core::awake::ledger_answer_due();
         self.ready().await?.pool().begin().await.map_err(db)
     }
 }

@@ -117,6 +117,8 @@ impl Writer {
 
     /// Hands `job` to the thread, starting it if it is not running (or has died).
     fn submit(&self, job: Job) -> Result<(), LedgerError> {
+        // The caller waits for the writer thread's answer: awake, not on a halted CPU.
+        care_core::awake::ledger_answer_due();
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
         let job = match running.as_ref() {
             Some((jobs, _)) => match jobs.send(job) {

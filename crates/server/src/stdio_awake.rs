@@ -1,73 +1,13 @@
-//! Keeping the stdio session's thread awake for a moment after its traffic. A thread that
-//! blocks in `epoll_wait` between a request and the next one (or between a ledger query and
-//! its answer) lets the VM halt its CPU, and waking a halted CPU costs tens of microseconds on
-//! every hand-off (bench/README.md measures it). For [`WINDOW`] after the last byte read or
-//! written, a task here polls the reactor without blocking and yields the CPU to anything else
-//! runnable on it; after that the session sleeps in the kernel as before. A client in a tight
-//! loop thus never waits on a halted CPU, and an idle session costs nothing.
+//! The stdio session's traffic marks the process's activity ([`care_core::awake`]): for a
+//! moment after each byte read or written the thread stays awake, so a client in a tight loop
+//! never waits on a halted CPU, and an idle session costs nothing.
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
 
+use care_core::awake::{AFTER_CLIENT_BYTE, Activity};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::Notify;
-
-/// How long after the last stdio byte the thread stays awake.
-const WINDOW: Duration = Duration::from_micros(300);
-
-/// `Activity::last` before anything moved.
-const NEVER: u64 = u64::MAX;
-
-/// When stdio last moved, and a wake-up for the task that waits for it to move again.
-#[derive(Debug)]
-pub struct Activity {
-    started: Instant,
-    /// Nanoseconds after `started` of the last byte read or written, or [`NEVER`].
-    last: AtomicU64,
-    moved: Notify,
-}
-
-impl Activity {
-    pub fn new() -> Arc<Self> {
-        Arc::new(Self {
-            started: Instant::now(),
-            last: AtomicU64::new(NEVER),
-            moved: Notify::new(),
-        })
-    }
-
-    fn now(&self) -> u64 {
-        u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(NEVER - 1)
-    }
-
-    fn mark(&self) {
-        self.last.store(self.now(), Ordering::Relaxed);
-        self.moved.notify_one();
-    }
-
-    fn recent(&self) -> bool {
-        let last = self.last.load(Ordering::Relaxed);
-        let window = u64::try_from(WINDOW.as_nanos()).unwrap_or(u64::MAX);
-        last != NEVER && self.now().saturating_sub(last) < window
-    }
-}
-
-/// Polls the reactor while stdio moved within [`WINDOW`]; sleeps until it moves otherwise.
-/// Runs until aborted (the session's end).
-pub async fn keep_awake(activity: Arc<Activity>) {
-    loop {
-        if activity.recent() {
-            // Others runnable on this CPU (the client, a Postgres backend) go first.
-            std::thread::yield_now();
-            tokio::task::yield_now().await;
-        } else {
-            activity.moved.notified().await;
-        }
-    }
-}
 
 /// A stream that marks `activity` whenever bytes pass.
 pub struct Marked<T> {
@@ -93,7 +33,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for Marked<T> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
-            self.activity.mark();
+            self.activity.due_within(AFTER_CLIENT_BYTE);
         }
         polled
     }
@@ -107,7 +47,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Marked<T> {
     ) -> Poll<std::io::Result<usize>> {
         let polled = Pin::new(&mut self.inner).poll_write(cx, data);
         if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.mark();
+            self.activity.due_within(AFTER_CLIENT_BYTE);
         }
         polled
     }
@@ -132,7 +72,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn bytes_pass_unchanged_and_mark_the_activity_which_then_lapses() {
         let activity = Activity::new();
-        assert!(!activity.recent(), "nothing moved yet");
+        assert!(!activity.due(), "nothing moved yet");
 
         let (ours, theirs) = tokio::io::duplex(64);
         let mut marked = Marked::new(theirs, &activity);
@@ -141,12 +81,12 @@ mod tests {
         let mut read = [0u8; 5];
         marked.read_exact(&mut read).await.unwrap();
         assert_eq!(&read, b"ping\n");
-        assert!(activity.recent(), "a read marks");
+        assert!(activity.due(), "a read marks");
 
-        tokio::time::sleep(WINDOW * 2).await;
-        assert!(!activity.recent(), "the window lapses");
+        tokio::time::sleep(AFTER_CLIENT_BYTE * 2).await;
+        assert!(!activity.due(), "the window lapses");
         marked.write_all(b"pong\n").await.unwrap();
-        assert!(activity.recent(), "a write marks");
+        assert!(activity.due(), "a write marks");
         let mut back = [0u8; 5];
         ours.read_exact(&mut back).await.unwrap();
         assert_eq!(&back, b"pong\n");

@@ -12,7 +12,7 @@ use rmcp::ServiceExt;
 
 use crate::handler::CareServer;
 use crate::startup::{StartError, build_gate};
-use crate::stdio_awake::{self, Activity, Marked};
+use crate::stdio_awake::Marked;
 use crate::{stdio, stdio_fds};
 
 /// How long a stop waits for external writes in flight: an upstream request's timeout (10 s),
@@ -25,12 +25,10 @@ pub async fn run(role: Role) -> Result<ExitCode, StartError> {
     tracing::info!(role = %role, tools = gate.registry().tools().len(), ledger = gate.services().ledger.backend(), "serving on stdio");
     let server = CareServer::new(Arc::clone(&gate));
     let (stdin, stdout) = stdio_fds::stdin_stdout();
-    let activity = Activity::new();
-    let pipes = stdio::filtered(
-        Marked::new(stdin, &activity),
-        Marked::new(stdout, &activity),
-    );
-    let awake = tokio::spawn(stdio_awake::keep_awake(activity));
+    // The process's activity: the ledger marks it too, for each statement's answer.
+    let activity = care_core::awake::process();
+    let pipes = stdio::filtered(Marked::new(stdin, activity), Marked::new(stdout, activity));
+    let awake = tokio::spawn(care_core::awake::keep_awake(Arc::clone(activity)));
     // A stop before the client's `initialize` ends the process in order too: nothing is in
     // flight yet, but queued audit rows still reach the ledger.
     let started = tokio::select! {

@@ -1,0 +1,87 @@
+//! The ledger marks the process's activity ([`care_core::awake`]) as it sends each statement
+//! whose answer its caller waits for, so a stdio session's thread waits for that answer awake
+//! instead of on a halted CPU: every Postgres statement, every job of SQLite's writer thread.
+//! One test alone in its binary: the activity is the process's, and statements of tests running
+//! beside it would mark it too.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::task::Poll;
+
+use care_core::awake::{FOR_LEDGER_ANSWER, process};
+use care_core::ledger::Ledger;
+use care_ledger::test_support::{fresh_postgres_db, temp_sqlite};
+
+const ACTION: &str = "mail_send";
+const HASH: &str = "5e1d000000000000000000000000000000000000000000000000000000000001";
+
+async fn open(url: &str) -> Arc<dyn Ledger> {
+    care_ledger::connect(Some(url), Path::new("/nonexistent/unused.db"))
+        .await
+        .unwrap()
+}
+
+/// Whether the activity is marked while a consume of an unknown approval is on its way: polled
+/// until it is answered, looking at the activity between polls (on Postgres a task of the
+/// ledger's sends it, a poll or two after the call). A few tries, so that one preemption of
+/// this thread for longer than the window cannot fail the test; a ledger that never marks
+/// fails every try.
+async fn marked_by_a_statement(ledger: &dyn Ledger) -> bool {
+    for _ in 0..3 {
+        tokio::time::sleep(FOR_LEDGER_ANSWER * 3).await;
+        assert!(!process().due(), "nothing is due before the statement");
+        let consume = ledger.consume("apr_unknown", ACTION, HASH, "{}");
+        tokio::pin!(consume);
+        let mut due = false;
+        loop {
+            if let Poll::Ready(answer) = futures::poll!(&mut consume) {
+                assert!(answer.is_err(), "an unknown approval is refused");
+                break;
+            }
+            due |= process().due();
+            tokio::task::yield_now().await;
+        }
+        if due {
+            return true;
+        }
+    }
+    false
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn each_statement_sent_keeps_the_thread_awake_for_its_answer() {
+    let (url, _dir) = temp_sqlite();
+    let sqlite = open(&url).await;
+    // Opened, migrated and its writer thread started before anything is timed.
+    assert!(
+        sqlite
+            .consume("apr_warm", ACTION, HASH, "{}")
+            .await
+            .is_err()
+    );
+    assert!(
+        marked_by_a_statement(sqlite.as_ref()).await,
+        "SQLite: a job for the writer thread did not mark the activity"
+    );
+    sqlite.close().await;
+
+    let (url, _db) = fresh_postgres_db().await;
+    let postgres = open(&url).await;
+    assert!(
+        postgres
+            .consume("apr_warm", ACTION, HASH, "{}")
+            .await
+            .is_err()
+    );
+    assert!(
+        marked_by_a_statement(postgres.as_ref()).await,
+        "Postgres: a statement did not mark the activity"
+    );
+    postgres.close().await;
+
+    // Long after the last answer nothing is due: a mark is a moment, never a state.
+    tokio::time::sleep(FOR_LEDGER_ANSWER * 3).await;
+    assert!(!process().due());
+}
