@@ -50,36 +50,34 @@ async fn marked_by_a_statement(ledger: &dyn Ledger) -> bool {
     false
 }
 
+/// Opens the ledger at `url`, has it open, migrated and (SQLite) its writer thread started
+/// before anything is looked at, then asks [`marked_by_a_statement`].
+async fn marks_on(url: &str) -> bool {
+    let ledger = open(url).await;
+    assert!(
+        ledger
+            .consume("apr_warm", ACTION, HASH, "{}")
+            .await
+            .is_err()
+    );
+    let marked = marked_by_a_statement(ledger.as_ref()).await;
+    ledger.close().await;
+    marked
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn each_statement_sent_keeps_the_thread_awake_for_its_answer() {
     let (url, _dir) = temp_sqlite();
-    let sqlite = open(&url).await;
-    // Opened, migrated and its writer thread started before anything is timed.
     assert!(
-        sqlite
-            .consume("apr_warm", ACTION, HASH, "{}")
-            .await
-            .is_err()
-    );
-    assert!(
-        marked_by_a_statement(sqlite.as_ref()).await,
+        marks_on(&url).await,
         "SQLite: a job for the writer thread did not mark the activity"
     );
-    sqlite.close().await;
 
     let (url, _db) = fresh_postgres_db().await;
-    let postgres = open(&url).await;
     assert!(
-        postgres
-            .consume("apr_warm", ACTION, HASH, "{}")
-            .await
-            .is_err()
-    );
-    assert!(
-        marked_by_a_statement(postgres.as_ref()).await,
+        marks_on(&url).await,
         "Postgres: a statement did not mark the activity"
     );
-    postgres.close().await;
 
     // Long after the last answer nothing is due: a mark is a moment, never a state.
     tokio::time::sleep(FOR_LEDGER_ANSWER * 3).await;
