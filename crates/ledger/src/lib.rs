@@ -15,6 +15,7 @@
 //! - `sqlite_read`: SQLite's hot reads on the calling thread (rusqlite, its own connection).
 //! - `sqlite_write`: SQLite's per-call writes (audit batches, consume, outcome) on a thread of
 //!   their own (rusqlite, its own connection).
+//! - `sqlite_group`: the writer thread's group commit (queued jobs in one transaction).
 //! - `sqlite_checkpoint`: SQLite's WAL checkpoints on a thread of their own, off the commit path.
 //! - `rules`: the approval state rules both backends apply (decisions, consume refusals).
 //! - `error`: sqlx errors mapped to `LedgerError`.
@@ -35,6 +36,7 @@ mod shared;
 mod sql;
 pub mod sqlite;
 mod sqlite_checkpoint;
+mod sqlite_group;
 mod sqlite_read;
 mod sqlite_write;
 #[cfg(feature = "test-support")]

@@ -3,6 +3,7 @@
 //! Through sqlx each statement of a transaction is a hand-off to the connection's worker thread
 //! and back (an audit batch took four: begin, rows, head, commit), each a cross-CPU wake-up on a
 //! small machine; here a whole job is one hand-off, and the answer comes back on a oneshot.
+//! Jobs that queued up while the thread was busy share one transaction (`sqlite_group`).
 //! The rarer writes (approvals, decisions, KPI and CSAT rows, tickets, client windows) stay on
 //! sqlx's connection; when the two meet, SQLite's busy handler makes one wait for the other.
 
@@ -19,6 +20,7 @@ use crate::ledger_thread::{self, Running};
 use crate::rows::{self, ApprovalRecord, millis};
 use crate::sql;
 use crate::sqlite_checkpoint::BACKSTOP_PAGES;
+use crate::sqlite_group;
 
 /// How long a write waits for another connection's write lock (the same as sqlx's side).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -40,10 +42,10 @@ const UPSERT_CHAIN_HEAD: &str = "INSERT INTO audit_chains \
      ON CONFLICT (chain_id) DO UPDATE SET head_seq = excluded.head_seq, \
      head_hash = excluded.head_hash, head_mac = excluded.head_mac";
 
-type Reply<T> = oneshot::Sender<Result<T, LedgerError>>;
+pub(crate) type Reply<T> = oneshot::Sender<Result<T, LedgerError>>;
 
 /// What the thread is asked to do.
-enum Job {
+pub(crate) enum Job {
     /// The rows and the head in one write transaction.
     Audit(Box<AuditBatch>, Reply<()>),
     /// The one conditional update; the row when it won.
@@ -154,7 +156,16 @@ async fn receive<T>(answer: oneshot::Receiver<Result<T, LedgerError>>) -> Result
 
 fn run(path: &Path, queue: &Receiver<Job>) {
     let mut conn: Option<Connection> = None;
-    while let Ok(job) = queue.recv() {
+    while let Ok(first) = queue.recv() {
+        let mut jobs = vec![first];
+        // Whatever queued up meanwhile goes in the same transaction: under concurrent callers
+        // one commit (its WAL frames, its lock) serves them all instead of one each.
+        while jobs.len() < sqlite_group::MAX_JOBS {
+            match queue.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(_) => break,
+            }
+        }
         let opened = match conn.take() {
             Some(c) => Ok(c),
             None => open(path),
@@ -162,28 +173,41 @@ fn run(path: &Path, queue: &Receiver<Job>) {
         let c = match opened {
             Ok(c) => c,
             Err(e) => {
-                refuse(job, &e);
+                jobs.into_iter().for_each(|job| refuse(job, &e));
                 continue;
             }
         };
         // A failed statement drops the connection: the next job starts from a fresh one.
-        if perform(&c, job) {
+        let healthy = match <[Job; 1]>::try_from(jobs) {
+            Ok([job]) => perform(&c, job),
+            Err(jobs) => sqlite_group::perform(&c, jobs),
+        };
+        if healthy {
             conn = Some(c);
         }
     }
 }
 
-/// Runs `job` and answers it; false when it failed.
+/// Runs one `job` in a transaction of its own (the consume and the outcome: one statement)
+/// and answers it; false when it failed.
 fn perform(conn: &Connection, job: Job) -> bool {
     match job {
         Job::Audit(batch, reply) => answer(reply, append(conn, &batch)),
+        job => execute(conn, job).answer(),
+    }
+}
+
+/// Runs `job`'s statements on `conn` (inside whatever transaction it is in) without answering.
+pub(crate) fn execute(conn: &Connection, job: Job) -> Done {
+    match job {
+        Job::Audit(batch, reply) => Done::Audit(reply, append_rows(conn, &batch)),
         Job::Consume {
             id,
             action,
             payload_hash,
             checked_facts_json,
             reply,
-        } => answer(
+        } => Done::Consume(
             reply,
             conn.prepare_cached(sql::SQLITE.consume).and_then(|mut s| {
                 // By name: SQLite numbers `$n` parameters in order of appearance, not by n.
@@ -200,13 +224,55 @@ fn perform(conn: &Connection, job: Job) -> bool {
             id,
             outcome_json,
             reply,
-        } => answer(
+        } => Done::Outcome(
             reply,
             conn.prepare_cached(sql::SQLITE.record_outcome)
                 .and_then(|mut s| {
                     s.execute(rusqlite::named_params! { "$1": id, "$2": outcome_json })
                 }),
         ),
+    }
+}
+
+/// A job whose statements ran, with its result, not yet answered.
+// Held only in the writer thread's group for the length of one transaction; a box would be one
+// more allocation per consume.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Done {
+    Audit(Reply<()>, rusqlite::Result<()>),
+    Consume(
+        Reply<Option<ApprovalRecord>>,
+        rusqlite::Result<Option<ApprovalRecord>>,
+    ),
+    Outcome(Reply<usize>, rusqlite::Result<usize>),
+}
+
+impl Done {
+    pub(crate) fn failed(&self) -> bool {
+        match self {
+            Done::Audit(_, r) => r.is_err(),
+            Done::Consume(_, r) => r.is_err(),
+            Done::Outcome(_, r) => r.is_err(),
+        }
+    }
+
+    /// Sends the result; false when it was an error.
+    pub(crate) fn answer(self) -> bool {
+        match self {
+            Done::Audit(reply, r) => answer(reply, r),
+            Done::Consume(reply, r) => answer(reply, r),
+            Done::Outcome(reply, r) => answer(reply, r),
+        }
+    }
+
+    /// Answers `e` instead of the result: what it did was not committed.
+    pub(crate) fn fail(self, e: &rusqlite::Error) {
+        let e = unavailable_ref(e);
+        match self {
+            Done::Audit(reply, _) => drop(reply.send(Err(e))),
+            Done::Consume(reply, _) => drop(reply.send(Err(e))),
+            Done::Outcome(reply, _) => drop(reply.send(Err(e))),
+        }
     }
 }
 
@@ -217,7 +283,7 @@ fn answer<T>(reply: Reply<T>, result: rusqlite::Result<T>) -> bool {
     ok
 }
 
-fn refuse(job: Job, e: &rusqlite::Error) {
+pub(crate) fn refuse(job: Job, e: &rusqlite::Error) {
     match job {
         Job::Audit(_, reply) => {
             let _ = reply.send(Err(unavailable_ref(e)));
@@ -234,8 +300,14 @@ fn refuse(job: Job, e: &rusqlite::Error) {
 /// The rows and the chain's new head, both or neither (the transaction rolls back on drop).
 fn append(conn: &Connection, batch: &AuditBatch) -> rusqlite::Result<()> {
     let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+    append_rows(&tx, batch)?;
+    tx.commit()
+}
+
+/// The rows and the chain's new head, in the transaction `conn` is in.
+fn append_rows(conn: &Connection, batch: &AuditBatch) -> rusqlite::Result<()> {
     {
-        let mut insert = tx.prepare_cached(INSERT_AUDIT_ROW)?;
+        let mut insert = conn.prepare_cached(INSERT_AUDIT_ROW)?;
         for (r, link) in &batch.rows {
             let output = r.output;
             insert.execute(rusqlite::params![
@@ -264,7 +336,7 @@ fn append(conn: &Connection, batch: &AuditBatch) -> rusqlite::Result<()> {
             ])?;
         }
         let head = &batch.head;
-        tx.prepare_cached(UPSERT_CHAIN_HEAD)?
+        conn.prepare_cached(UPSERT_CHAIN_HEAD)?
             .execute(rusqlite::params![
                 head.chain,
                 millis(head.started_at),
@@ -273,7 +345,7 @@ fn append(conn: &Connection, batch: &AuditBatch) -> rusqlite::Result<()> {
                 head.mac,
             ])?;
     }
-    tx.commit()
+    Ok(())
 }
 
 /// The writer connection's page cache, in SQLite's negative-means-KiB form: 256 KiB. Appends
