@@ -107,12 +107,19 @@ async fn a_group_consumes_each_approval_once() {
     l.close().await;
 }
 
-/// A job whose statement fails is rolled back alone: the rest of its group commits.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failing_job_leaves_the_rest_of_its_group() {
-    let (url, _dir) = temp_sqlite();
+/// A ledger with `first` and nine approvals approved, `boom` in the middle of them (jobs before
+/// it and after it in one group), and a side connection whose trigger makes the consume of
+/// `boom` `RAISE(<raise>, …)`: ABORT fails the statement, ROLLBACK the whole transaction.
+async fn with_boom(
+    raise: &str,
+) -> (
+    Arc<dyn Ledger>,
+    rusqlite::Connection,
+    Vec<String>,
+    tempfile::TempDir,
+) {
+    let (url, dir) = temp_sqlite();
     let l = open(&url).await;
-    // `boom` in the middle: jobs before it and after it in one group.
     let ids: Vec<String> = ["g0", "g1", "g2", "g3", "boom", "g4", "g5", "g6", "g7"]
         .map(str::to_owned)
         .to_vec();
@@ -121,11 +128,18 @@ async fn a_failing_job_leaves_the_rest_of_its_group() {
         approved(l.as_ref(), id).await;
     }
     let side = side_connection(&url);
-    side.execute_batch(
+    side.execute_batch(&format!(
         "CREATE TRIGGER boom BEFORE UPDATE OF status ON approvals WHEN NEW.id = 'boom' \
-         BEGIN SELECT RAISE(ABORT, 'boom'); END",
-    )
+         BEGIN SELECT RAISE({raise}, 'boom'); END"
+    ))
     .unwrap();
+    (l, side, ids, dir)
+}
+
+/// A job whose statement fails is rolled back alone: the rest of its group commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_job_leaves_the_rest_of_its_group() {
+    let (l, side, ids, _dir) = with_boom("ABORT").await;
 
     let answers = queue_a_group(&l, &side, "first", &ids).await;
 
@@ -146,22 +160,7 @@ async fn a_failing_job_leaves_the_rest_of_its_group() {
 /// then goes on with a fresh connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_transaction_fails_its_whole_group() {
-    let (url, _dir) = temp_sqlite();
-    let l = open(&url).await;
-    // `boom` in the middle: jobs before it and after it in one group.
-    let ids: Vec<String> = ["g0", "g1", "g2", "g3", "boom", "g4", "g5", "g6", "g7"]
-        .map(str::to_owned)
-        .to_vec();
-    approved(l.as_ref(), "first").await;
-    for id in &ids {
-        approved(l.as_ref(), id).await;
-    }
-    let side = side_connection(&url);
-    side.execute_batch(
-        "CREATE TRIGGER boom BEFORE UPDATE OF status ON approvals WHEN NEW.id = 'boom' \
-         BEGIN SELECT RAISE(ROLLBACK, 'boom'); END",
-    )
-    .unwrap();
+    let (l, side, ids, _dir) = with_boom("ROLLBACK").await;
 
     let answers = queue_a_group(&l, &side, "first", &ids).await;
 
