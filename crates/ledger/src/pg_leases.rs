@@ -462,6 +462,12 @@ mod tests {
             .max_connections(2)
             .connect_lazy_with(options);
         let leases = Leases::new(pool, 1, Duration::from_millis(100), PING_AFTER);
+        // Connected before the race: the 100 ms also bound a new connection's setup, which a
+        // loaded machine can exceed, and then the slow statement would be the one timed out.
+        sqlx::query("SELECT 1")
+            .execute(&leases)
+            .await
+            .expect("the first connection");
         let slow = sqlx::query("SELECT pg_sleep(0.5)").execute(&leases);
         let waiting = async {
             tokio::time::sleep(Duration::from_millis(20)).await;
