@@ -313,7 +313,7 @@ pub fn connect_options(url: &str) -> Result<PgConnectOptions, ConnectError> {
 /// A Postgres on this host, reached over loopback or a Unix socket, is spoken to without TLS
 /// unless the URL (or `PGSSLMODE`) names an `sslmode`: such traffic never leaves the kernel,
 /// and sqlx's default (`prefer`, which verifies nothing) cost every statement a TLS record
-/// each way (measured in README "Performance"). Any other host keeps sqlx's default.
+/// each way (measured in bench/history.md "How it got here"). Any other host keeps sqlx's default.
 fn plaintext_on_loopback(options: PgConnectOptions, ssl_mode_given: bool) -> PgConnectOptions {
     let host = options
         .get_host()

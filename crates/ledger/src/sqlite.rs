@@ -153,7 +153,7 @@ impl SqliteLedger {
     /// Applies the migrations. A file ledger migrates on a connection of its own, closed once
     /// done: the pool's connection holds a thread and SQLite's caches for the process's life,
     /// and a role session's calls go to the reader and the writer, so the process that found
-    /// the file new would keep both for nothing (README "How it got here"). `:memory:` is one
+    /// the file new would keep both for nothing (bench/history.md "How it got here"). `:memory:` is one
     /// database per connection: it migrates the pool's.
     async fn migrate(&self) -> Result<(), LedgerError> {
         if self.migrate_lock.is_none() {
