@@ -262,6 +262,47 @@ impl Raw {
     }
 }
 
+/// The status of a POST whose body is larger than the server reads, over raw TCP: the head
+/// goes out first and the body is written from its own task while the answer is read, so a
+/// server that answers early and closes (as it should) is seen answering, not as a client's
+/// broken pipe (reqwest reports the failed body write instead of the response; seen in CI).
+pub async fn post_unread_body(server: &HttpServer, token: &str, body: &Value) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = body.to_string();
+    let stream = tokio::net::TcpStream::connect(server.addr)
+        .await
+        .expect("connect");
+    let (mut reader, mut writer) = stream.into_split();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        server.addr,
+        body.len()
+    );
+    writer.write_all(head.as_bytes()).await.expect("the head");
+    let sending = tokio::spawn(async move {
+        // The server may close before it has all of it: that failure is the point.
+        let _ = writer.write_all(body.as_bytes()).await;
+    });
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+        let read = tokio::time::timeout(TIMEOUT, reader.read(&mut chunk))
+            .await
+            .expect("an answer in time")
+            .expect("a readable answer");
+        assert!(read > 0, "closed before an answer: {answer:?}");
+        answer.extend_from_slice(&chunk[..read]);
+    }
+    sending.abort();
+    let head = String::from_utf8_lossy(&answer);
+    head.split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("a status line: {head}"))
+}
+
 /// A `tools/call` request body.
 pub fn call_body(id: u64, tool: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
