@@ -11,7 +11,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use care_core::catalog::{Role, tools_of};
-use common::http::{HttpServer, Raw, RawSession, add_client, call_body, clients, post_unread_body};
+use common::http::{
+    HttpServer, Raw, RawSession, add_client, call_body, clients, post_unread, post_unread_body,
+};
 use common::{Sandbox, implemented, run_once};
 use serde_json::{Value, json};
 
@@ -227,8 +229,6 @@ fn missing_unknown_and_revoked_tokens_get_one_fixed_401_and_an_audit_row() {
 /// the server would wait for the rest.
 #[test]
 fn an_unauthenticated_body_is_not_waited_for() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
     let sandbox = Sandbox::new();
     let server = HttpServer::start(&sandbox, &["lead"], &[]);
     let chunk = format!("{:x}\r\n{}\r\n", 64 << 10, " ".repeat(64 << 10));
@@ -236,24 +236,13 @@ fn an_unauthenticated_body_is_not_waited_for() {
         (format!("Content-Length: {}", 3 << 20), " ".repeat(1024)),
         ("Transfer-Encoding: chunked".to_owned(), chunk),
     ] {
-        rt().block_on(async {
-            let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-            let head = format!(
-                "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-                 Accept: application/json, text/event-stream\r\n{framing}\r\n\r\n",
-                server.addr,
-            );
-            tcp.write_all(head.as_bytes()).await.unwrap();
-            tcp.write_all(sent.as_bytes()).await.unwrap();
-            let mut answer = vec![0u8; 4096];
-            let read = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut answer))
-                .await
-                .unwrap_or_else(|_| panic!("{framing}: no answer while the body was unsent"))
-                .unwrap();
-            let answer = String::from_utf8_lossy(&answer[..read]);
-            assert!(answer.starts_with("HTTP/1.1 401"), "{framing}: {answer}");
-            assert!(answer.contains("{\"error\":\"unauthorized\"}"), "{answer}");
-        });
+        let headers = format!(
+            "Content-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n{framing}\r\n"
+        );
+        let answer = rt().block_on(post_unread(&server, &headers, sent));
+        assert_eq!(answer.status, 401, "{framing}: {}", answer.body);
+        assert_eq!(answer.body, "{\"error\":\"unauthorized\"}", "{framing}");
     }
     server.wait_for_audit(|a| a["error_code"] == "UNAUTHENTICATED" && a["tool"] == "-");
 }

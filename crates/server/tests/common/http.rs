@@ -262,23 +262,21 @@ impl Raw {
     }
 }
 
-/// The status of a POST whose body is larger than the server reads, over raw TCP: the head
-/// goes out first and the body is written from its own task while the answer is read, so a
-/// server that answers early and closes (as it should) is seen answering, not as a client's
-/// broken pipe (reqwest reports the failed body write instead of the response; seen in CI).
-pub async fn post_unread_body(server: &HttpServer, token: &str, body: &Value) -> u16 {
+/// A POST /mcp over raw TCP whose body the server may refuse unread: the head goes out first
+/// and the body is written from its own task while the answer is read, so a server that answers
+/// early and closes (as it should) is seen answering, not as a client's broken pipe (reqwest
+/// reports the failed body write instead of the response; seen in CI). `headers` are the head's
+/// lines after `Host`, each ending in CRLF. The answer is its head and as much of its body as
+/// its `Content-Length` announces.
+pub async fn post_unread(server: &HttpServer, headers: &str, body: String) -> RawAnswer {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let body = body.to_string();
     let stream = tokio::net::TcpStream::connect(server.addr)
         .await
         .expect("connect");
     let (mut reader, mut writer) = stream.into_split();
     let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n",
-        server.addr,
-        body.len()
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\n{headers}Connection: close\r\n\r\n",
+        server.addr
     );
     writer.write_all(head.as_bytes()).await.expect("the head");
     let sending = tokio::spawn(async move {
@@ -287,20 +285,61 @@ pub async fn post_unread_body(server: &HttpServer, token: &str, body: &Value) ->
     });
     let mut answer = Vec::new();
     let mut chunk = [0u8; 4096];
-    while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+    // Whole once the head and the body its Content-Length announces are in; without one, at
+    // the close that `Connection: close` asks for.
+    let complete = |answer: &[u8], closed: bool| {
+        let Some(end) = answer.windows(4).position(|w| w == b"\r\n\r\n") else {
+            return false;
+        };
+        let head = String::from_utf8_lossy(&answer[..end]).to_ascii_lowercase();
+        match head
+            .lines()
+            .find_map(|line| line.strip_prefix("content-length:"))
+            .and_then(|length| length.trim().parse::<usize>().ok())
+        {
+            Some(announced) => answer.len() >= end + 4 + announced,
+            None => closed,
+        }
+    };
+    let mut closed = false;
+    while !complete(&answer, closed) {
+        assert!(!closed, "closed before a whole answer: {answer:?}");
         let read = tokio::time::timeout(TIMEOUT, reader.read(&mut chunk))
             .await
-            .expect("an answer in time")
+            .expect("an answer while the body is unsent")
             .expect("a readable answer");
-        assert!(read > 0, "closed before an answer: {answer:?}");
+        closed = read == 0;
         answer.extend_from_slice(&chunk[..read]);
     }
     sending.abort();
-    let head = String::from_utf8_lossy(&answer);
-    head.split(' ')
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head
+        .split(' ')
         .nth(1)
         .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("a status line: {head}"))
+        .unwrap_or_else(|| panic!("a status line: {head}"));
+    RawAnswer {
+        status,
+        body: body.to_owned(),
+    }
+}
+
+/// What [`post_unread`] read: the status and the body.
+pub struct RawAnswer {
+    pub status: u16,
+    pub body: String,
+}
+
+/// The status of an authenticated JSON POST larger than the server reads (see [`post_unread`]).
+pub async fn post_unread_body(server: &HttpServer, token: &str, body: &Value) -> u16 {
+    let body = body.to_string();
+    let headers = format!(
+        "Authorization: Bearer {token}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    post_unread(server, &headers, body).await.status
 }
 
 /// A `tools/call` request body.
