@@ -240,7 +240,15 @@ fn an_unauthenticated_body_is_not_waited_for() {
             "Content-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\n{framing}\r\n"
         );
-        let answer = rt().block_on(post_unread(&server, &headers, sent));
+        let answer = rt()
+            .block_on(async {
+                tokio::time::timeout(
+                    Duration::from_secs(10),
+                    post_unread(&server, &headers, sent),
+                )
+                .await
+            })
+            .unwrap_or_else(|_| panic!("{framing}: no answer while the body was unsent"));
         assert_eq!(answer.status, 401, "{framing}: {}", answer.body);
         assert_eq!(answer.body, "{\"error\":\"unauthorized\"}", "{framing}");
     }
