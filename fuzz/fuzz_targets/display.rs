@@ -1,6 +1,6 @@
 //! The person-facing escaping (approval cards, the operator CLI): a line value never breaks its
-//! line, the count of escapes is right, the output is all visible, and it decodes back to the
-//! input (one-to-one).
+//! line, the count of escapes is right, the output is all visible with no raw Nostr reference,
+//! and it decodes back to the input (one-to-one).
 #![no_main]
 
 use care_core::display::{escape_block, escape_line, is_all_visible};
@@ -22,6 +22,14 @@ fuzz_target!(|text: &str| {
         care_fuzz::unescape_code_points(&line.text).as_deref(),
         Some(text)
     );
+
+    for shown in [&line, &escape_block(text)] {
+        assert!(
+            !shown.text.to_ascii_lowercase().contains("nostr:"),
+            "a Nostr reference a chat client would render"
+        );
+        assert_eq!(shown.text.matches("\\u{3a}").count(), shown.references);
+    }
 
     let block = escape_block(text);
     assert_eq!(block.text.matches('\n').count(), text.matches('\n').count());

@@ -24,6 +24,10 @@
 //!   break;
 //! - a `\` that begins the text `\u{`, written `\u{5c}`, so every `\u{` in the output is an
 //!   escape written here and the escaping stays one-to-one.
+//! - the `:` of a Nostr reference (`nostr:` in any letter case, NIP-21/NIP-27), written
+//!   `\u{3a}`: a chat client shows `nostr:npub1…` as a mention of that profile's name and
+//!   `nostr:nevent1…` as the quoted note itself, so an approver would read something other than
+//!   the text (another card, a name) inside it. Each is counted apart too ([`Shown::references`]).
 //!
 //! # Exceptions (real text needs them)
 //!
@@ -56,12 +60,17 @@ use classes::{LRM, RLM, is_emoji, is_joiner, is_presentation_selector};
 
 /// Starts every escape; an input `\` followed by `u{` is itself escaped.
 const ESCAPE_PREFIX: &str = "\\u{";
+/// The URI scheme chat clients render as a mention or an embedded note, compared without case.
+const NOSTR_SCHEME: &str = "nostr";
 
 /// Text escaped for a person, and how many of its code points were written as escapes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shown {
     pub text: String,
+    /// Every code point written as an escape.
     pub escaped: usize,
+    /// Of those, the colons of Nostr references (the rest are invisible or formatting ones).
+    pub references: usize,
 }
 
 /// Escapes multi-line text (a reply body, a reason): `\n` stays a line break.
@@ -87,6 +96,7 @@ fn escape(text: &str, newlines: Newlines) -> Shown {
     let trailing = trailing_spaces(&chars, newlines);
     let mut out = String::with_capacity(text.len());
     let mut escaped = 0;
+    let mut references = 0;
     let mut run_start = 0;
     // The previous code point if it was shown as itself: joiners and selectors attach to it.
     let mut prev_shown: Option<char> = None;
@@ -95,6 +105,7 @@ fn escape(text: &str, newlines: Newlines) -> Shown {
             '\n' => newlines == Newlines::Escape,
             ' ' => trailing.get(k).copied().unwrap_or(false),
             '\\' => text[i..].starts_with(ESCAPE_PREFIX),
+            ':' => ends_with_nostr_scheme(&text[..i]),
             LRM | RLM => false,
             c if is_presentation_selector(c) => !prev_shown.is_some_and(is_emoji),
             c if is_joiner(c) => {
@@ -111,13 +122,28 @@ fn escape(text: &str, newlines: Newlines) -> Shown {
             out.extend(c.escape_unicode());
             run_start = i + c.len_utf8();
             escaped += 1;
+            references += usize::from(c == ':');
             prev_shown = None;
         } else {
             prev_shown = Some(c);
         }
     }
     out.push_str(&text[run_start..]);
-    Shown { text: out, escaped }
+    Shown {
+        text: out,
+        escaped,
+        references,
+    }
+}
+
+/// Whether `before` ends with the letters `nostr` (any case), so a `:` after it would make a
+/// Nostr reference. Letters are never escaped, so the output has such a colon only if the input does.
+fn ends_with_nostr_scheme(before: &str) -> bool {
+    before
+        .len()
+        .checked_sub(NOSTR_SCHEME.len())
+        .and_then(|start| before.get(start..))
+        .is_some_and(|tail| tail.eq_ignore_ascii_case(NOSTR_SCHEME))
 }
 
 /// Whether a joiner may follow `c`, shown as itself: a visible non-space, or the kept

@@ -15,7 +15,9 @@
 //!    the original text (`Text to send (3 lines, 120 characters):`, characters being Unicode
 //!    scalar values), then every line of the text, an empty one too, after [`BLOCK_PREFIX`],
 //!    escaped by [`care_core::display::escape_block`]. When any code point had to be escaped, a
-//!    warning line before the header says how many.
+//!    warning line before the header says how many; another counts the Nostr references
+//!    (`nostr:npub1…`, `nostr:nevent1…`), whose colon is escaped so that a chat client cannot
+//!    show a profile's name or a quoted note (another card) in their place.
 //! 3. The agent's reason, if it gave one, the same way (`Reason given by the agent (…):`).
 //! 4. The footer: which reactions approve, which reject.
 //!
@@ -86,10 +88,22 @@ fn push_fact(out: &mut String, label: &str, value: &str) {
 /// with the size of the text, then its prefixed lines.
 fn push_block(out: &mut String, what: &str, header: &str, text: &str) {
     let block = block(text, BLOCK_PREFIX);
-    if block.escaped > 0 {
+    if block.invisible() > 0 {
         out.push_str(&format!(
             "⚠ The {what} contains {}, shown below as \\u{{…}}.\n",
-            counted(block.escaped, "invisible or formatting character")
+            counted(block.invisible(), "invisible or formatting character")
+        ));
+    }
+    if block.references > 0 {
+        let colon = if block.references == 1 {
+            "its colon"
+        } else {
+            "their colons"
+        };
+        out.push_str(&format!(
+            "⚠ The {what} contains {}, {colon} shown below as \\u{{3a}} so that no app shows \
+             a mention or another note in their place.\n",
+            counted(block.references, "Nostr reference")
         ));
     }
     out.push_str(&format!("{header} ({}):\n", block.size()));

@@ -70,11 +70,24 @@ fn server_lines(card: &ApprovalCard) -> Vec<String> {
     for (text, what, header) in blocks {
         let Some(text) = text else { continue };
         lines.push(String::new());
-        let escaped = escape_block(text).escaped;
-        if escaped > 0 {
+        let shown = escape_block(text);
+        let invisible = shown.escaped - shown.references;
+        if invisible > 0 {
             lines.push(format!(
                 "⚠ The {what} contains {}, shown below as \\u{{…}}.",
-                plural(escaped, "invisible or formatting character")
+                plural(invisible, "invisible or formatting character")
+            ));
+        }
+        if shown.references > 0 {
+            let colon = if shown.references == 1 {
+                "its colon"
+            } else {
+                "their colons"
+            };
+            lines.push(format!(
+                "⚠ The {what} contains {}, {colon} shown below as \\u{{3a}} so that no app \
+                 shows a mention or another note in their place.",
+                plural(shown.references, "Nostr reference")
             ));
         }
         lines.push(format!(
@@ -213,6 +226,50 @@ fn a_body_imitating_the_card_stays_inside_its_block() {
 
 /// Strings an attacker would try: the card's own line texts, the prefix, every kind of line
 /// break, invisible code points, joiners and selectors, the escape notation, anything.
+/// A chat client shows `nostr:nevent1…` as the quoted note and `nostr:npub1…` as a profile's
+/// name: an agent could put another, harmless-looking card or an approver's name inside its own.
+#[test]
+fn nostr_references_cannot_become_mentions_or_quoted_notes() {
+    let reason = "Routine reply, see the approved twin nostr:nevent1qqsrhuxx8l9ex335q7he0f09aej04zpazpl0ne2cgukyawd24mayt8g\n\
+                  cc NOSTR:npub12ujlwgvscrjc90xdywc6nntlk5wq9qqr6wlgfkgz7efw4tgmuhxsux8unx";
+    let body = "Follow us: Nostr:npub1demo\u{200b}";
+    let text = card_text(&card(Some(body), Some(reason)));
+    assert!(!text.to_ascii_lowercase().contains("nostr:"), "{text}");
+    assert!(is_all_visible(&text), "{text}");
+    assert!(
+        text.contains("│ Routine reply, see the approved twin nostr\\u{3a}nevent1qqsrh"),
+        "{text}"
+    );
+    assert!(text.contains("│ cc NOSTR\\u{3a}npub12ujlw"), "{text}");
+    assert!(
+        text.contains("│ Follow us: Nostr\\u{3a}npub1demo\\u{200b}"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "⚠ The text contains 1 invisible or formatting character, shown below as \\u{…}.\n\
+         ⚠ The text contains 1 Nostr reference, its colon shown below as \\u{3a} so that no app \
+         shows a mention or another note in their place.\n\
+         Text to send (1 line, 27 characters):"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("⚠ The reason contains 2 Nostr references, their colons shown"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("⚠ The reason contains 2 invisible"),
+        "{text}"
+    );
+    // A raw reference is what the visibility check refuses.
+    assert!(!is_all_visible("see nostr:nevent1qqs"));
+    assert!(!is_all_visible("see NoStR:npub1"));
+    assert!(is_all_visible(
+        "see nostr\\u{3a}nevent1qqs, nost r: and nostr :"
+    ));
+}
+
 fn adversarial() -> impl Strategy<Value = String> {
     let piece = prop_oneof![
         any::<char>().prop_map(String::from),
@@ -258,6 +315,12 @@ fn adversarial() -> impl Strategy<Value = String> {
             "\u{a0}",
             "\u{e0041}",
             "a",
+            "nostr",
+            "NoStR",
+            ":",
+            "nostr:",
+            "nostr:nevent1qqsrhuxx8l9ex335q7he0f09aej04zpazpl0ne2cgukyawd24mayt8g",
+            "NOSTR:npub12ujlwgvscrjc90xdywc6nntlk5wq9qqr6wlgfkgz7efw4tgmuhxsux8unx",
         ])
         .prop_map(String::from),
     ];
@@ -307,6 +370,8 @@ proptest! {
     fn the_card_is_all_visible(c in adversarial_card()) {
         let text = card_text(&c);
         prop_assert!(is_all_visible(&text), "{}", text);
+        // No chat client finds a Nostr reference to render as a mention or a quoted note.
+        prop_assert!(!text.to_ascii_lowercase().contains("nostr:"), "{}", text);
         for ch in text.chars() {
             prop_assert!(
                 !in_escaped_set(ch) || may_appear_raw(ch),

@@ -91,6 +91,34 @@ fn operator_views_escape_agent_written_text() {
     );
 }
 
+/// A Nostr reference in agent text would be a mention or a quoted note in a chat client: the
+/// operator's view shows its colon as an escape in the reason (counted) and in the arguments,
+/// as the card does (`care-nostr`'s card_layout tests).
+#[test]
+fn operator_show_defuses_nostr_references_in_the_reason_and_the_arguments() {
+    let sandbox = Sandbox::new();
+    let reason =
+        "Same as the approved nostr:nevent1qqsrhuxx8l9ex335q7he0f09aej04zpazpl0ne2cgukyawd24mayt8g";
+    seed_with(&sandbox, "Thanks, see NOSTR:npub1demo", reason, "host-1");
+    let show = run_once(sandbox.command().args(["approvals", "show", ID]), None);
+    assert_eq!(show.code(), Some(0), "{}", show.stderr);
+    let text = show.stdout();
+    assert!(!text.to_ascii_lowercase().contains("nostr:"), "{text}");
+    assert!(
+        show.stdout_lines.iter().any(|l| l
+            == "reason:        1 line, 89 characters, 1 Nostr reference with the colon shown as \\u{3a}"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  │ Same as the approved nostr\\u{3a}nevent1qqsrh"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"body\":\"Thanks, see NOSTR\\u{3a}npub1demo\""),
+        "{text}"
+    );
+}
+
 #[test]
 fn operator_show_reveals_invisibles_and_keeps_the_reason_in_its_block() {
     let sandbox = Sandbox::new();

@@ -16,6 +16,15 @@ pub struct Block {
     pub char_count: usize,
     /// Code points shown as `\u{..}` escapes.
     pub escaped: usize,
+    /// Of those, the colons of Nostr references ([`super::Shown::references`]).
+    pub references: usize,
+}
+
+impl Block {
+    /// The escaped code points that are invisible or formatting ones (not a reference's colon).
+    pub fn invisible(&self) -> usize {
+        self.escaped - self.references
+    }
 }
 
 impl Block {
@@ -49,6 +58,7 @@ pub fn block(text: &str, prefix: &str) -> Block {
         line_count,
         char_count: text.chars().count(),
         escaped: shown.escaped,
+        references: shown.references,
     }
 }
 

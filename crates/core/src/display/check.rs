@@ -1,9 +1,9 @@
 //! The invariant the escaping keeps, checked on its output: no code point of the escaped set is
-//! shown raw outside an allowed context. Written apart from the escaper (it reads the output)
+//! shown raw outside an allowed context, and no Nostr reference's `:` is shown raw. Written apart from the escaper (it reads the output)
 //! so tests of cards and the CLI can assert it on whole rendered texts.
 
-use super::ESCAPE_PREFIX;
 use super::classes::{LRM, RLM, in_escaped_set, is_emoji, is_joiner, is_presentation_selector};
+use super::{ESCAPE_PREFIX, NOSTR_SCHEME};
 
 /// One code point of displayed text: shown as itself, or written as a `\u{..}` escape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,8 +13,9 @@ enum Token {
 }
 
 /// Whether a person sees every code point of `shown` as itself or as an escape: any raw code
-/// point of the escaped set stands in an allowed context (see the module doc). `\n` is allowed
-/// (a line break is visible); trailing spaces are not checked here.
+/// point of the escaped set stands in an allowed context (see the module doc), and no `nostr:`
+/// shows its colon raw. `\n` is allowed (a line break is visible); trailing spaces are not
+/// checked here.
 #[must_use]
 pub fn is_all_visible(shown: &str) -> bool {
     let tokens = tokens(shown);
@@ -34,6 +35,7 @@ fn allowed(tokens: &[Token], t: usize) -> bool {
     let visible = |c: char| !c.is_whitespace() && !in_escaped_set(c);
     match c {
         '\n' | LRM | RLM => true,
+        ':' => !raw_scheme_before(tokens, t),
         c if is_presentation_selector(c) => prev.is_some_and(is_emoji),
         c if is_joiner(c) => {
             let left = prev.is_some_and(|p| {
@@ -45,6 +47,18 @@ fn allowed(tokens: &[Token], t: usize) -> bool {
         }
         c => !in_escaped_set(c),
     }
+}
+
+/// Whether the code points right before `tokens[t]` are the letters `nostr` shown raw (any case).
+fn raw_scheme_before(tokens: &[Token], t: usize) -> bool {
+    let Some(start) = t.checked_sub(NOSTR_SCHEME.len()) else {
+        return false;
+    };
+    tokens.get(start..t).is_some_and(|letters| {
+        letters.iter().zip(NOSTR_SCHEME.chars()).all(
+            |(token, letter)| matches!(token, Token::Raw(c) if c.eq_ignore_ascii_case(&letter)),
+        )
+    })
 }
 
 /// Splits displayed text into code points, reading each well-formed `\u{hex}` as one escape.

@@ -178,6 +178,32 @@ fn literal_escape_text_is_escaped_so_outputs_stay_distinct() {
 }
 
 #[test]
+fn the_colon_of_a_nostr_reference_is_escaped_and_counted() {
+    for (input, expected) in [
+        ("nostr:npub1abc", "nostr\\u{3a}npub1abc"),
+        ("see NoStR:nevent1x", "see NoStR\\u{3a}nevent1x"),
+        ("xnostr:note1", "xnostr\\u{3a}note1"),
+        ("nostr:nostr:", "nostr\\u{3a}nostr\\u{3a}"),
+    ] {
+        for shown in [escape_line(input), escape_block(input)] {
+            assert_eq!(shown.text, expected);
+            assert_eq!(shown.escaped, shown.references, "{input}");
+            assert_eq!(
+                shown.references,
+                expected.matches("\\u{3a}").count(),
+                "{input}"
+            );
+        }
+    }
+    // Not a reference: a colon elsewhere, or letters a client would not read as the scheme.
+    assert_kept("nost r: nostr : nostr https://example.com a:b");
+    let split = escape_line("nostr\u{200b}:npub1");
+    assert_eq!(split.text, "nostr\\u{200b}:npub1");
+    assert_eq!((split.escaped, split.references), (1, 0));
+    assert_eq!(escape_line("ｎｏｓｔｒ:x").references, 0);
+}
+
+#[test]
 fn the_count_is_the_number_of_escapes() {
     let shown = escape_block("a\u{200b}b\u{2060}c \n\\u{");
     assert_eq!(shown.escaped, 4, "{}", shown.text);
@@ -206,6 +232,8 @@ fn the_visibility_check_refuses_raw_invisibles() {
         "a \u{200d}b",
         "\u{a0}",
         "x\u{202e}",
+        "nostr:npub1",
+        "a NOSTR:b",
     ] {
         assert!(!is_all_visible(raw), "{raw:?}");
         assert!(is_all_visible(&line(raw)), "{raw:?}");
@@ -305,6 +333,12 @@ fn tricky() -> impl Strategy<Value = String> {
             "\u{263a}",
             "🏳",
             "1",
+            "nostr",
+            "NOSTR",
+            "nost",
+            "r",
+            ":",
+            "nostr:npub1",
         ])
         .prop_map(String::from),
     ];
@@ -326,6 +360,8 @@ fn check(text: &str) -> Result<(), TestCaseError> {
         let decoded = unescape(out);
         prop_assert_eq!(decoded.as_deref(), Some(text));
         prop_assert_eq!(out.matches(ESCAPE_PREFIX).count(), shown.escaped);
+        prop_assert!(!out.to_ascii_lowercase().contains("nostr:"), "{out:?}");
+        prop_assert_eq!(out.matches("\\u{3a}").count(), shown.references);
     }
     Ok(())
 }

@@ -143,14 +143,19 @@ fn line(value: &str) -> String {
 /// the reason's lines, each after [`REASON_PREFIX`].
 fn reason_block(reason: &str) -> String {
     let block = block(reason, REASON_PREFIX);
-    let escaped = if block.escaped > 0 {
-        format!(
+    let mut escaped = String::new();
+    if block.invisible() > 0 {
+        escaped.push_str(&format!(
             ", {} shown as \\u{{…}}",
-            counted(block.escaped, "invisible or formatting character")
-        )
-    } else {
-        String::new()
-    };
+            counted(block.invisible(), "invisible or formatting character")
+        ));
+    }
+    if block.references > 0 {
+        escaped.push_str(&format!(
+            ", {} with the colon shown as \\u{{3a}}",
+            counted(block.references, "Nostr reference")
+        ));
+    }
     format!(
         "reason:        {}{escaped}\n{}\n",
         block.size(),
