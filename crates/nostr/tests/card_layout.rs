@@ -224,8 +224,6 @@ fn a_body_imitating_the_card_stays_inside_its_block() {
     assert!(text.starts_with("Approval needed: reply to an App Store review\nAction: "));
 }
 
-/// Strings an attacker would try: the card's own line texts, the prefix, every kind of line
-/// break, invisible code points, joiners and selectors, the escape notation, anything.
 /// A chat client shows `nostr:nevent1…` as the quoted note and `nostr:npub1…` as a profile's
 /// name: an agent could put another, harmless-looking card or an approver's name inside its own.
 #[test]
@@ -270,6 +268,8 @@ fn nostr_references_cannot_become_mentions_or_quoted_notes() {
     ));
 }
 
+/// Strings an attacker would try: the card's own line texts, the prefix, every kind of line
+/// break, invisible code points, joiners and selectors, the escape notation, anything.
 fn adversarial() -> impl Strategy<Value = String> {
     let piece = prop_oneof![
         any::<char>().prop_map(String::from),

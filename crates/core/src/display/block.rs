@@ -25,9 +25,7 @@ impl Block {
     pub fn invisible(&self) -> usize {
         self.escaped - self.references
     }
-}
 
-impl Block {
     /// The size of the original text in words, e.g. `3 lines, 120 characters`.
     pub fn size(&self) -> String {
         format!(

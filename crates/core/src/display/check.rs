@@ -1,6 +1,7 @@
 //! The invariant the escaping keeps, checked on its output: no code point of the escaped set is
-//! shown raw outside an allowed context, and no Nostr reference's `:` is shown raw. Written apart from the escaper (it reads the output)
-//! so tests of cards and the CLI can assert it on whole rendered texts.
+//! shown raw outside an allowed context, and no Nostr reference's `:` is shown raw. Written
+//! apart from the escaper (it reads the output) so tests of cards and the CLI can assert it on
+//! whole rendered texts.
 
 use super::classes::{LRM, RLM, in_escaped_set, is_emoji, is_joiner, is_presentation_selector};
 use super::{ESCAPE_PREFIX, NOSTR_SCHEME};
